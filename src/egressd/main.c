@@ -1,0 +1,234 @@
+/*
+ * main.c: egressd, a thin main around libegress: parse flags, load the
+ * configuration, turn signals into control calls (the loops run on their
+ * own threads; this thread only waits in sigwait()), and map failures to
+ * exit codes: 0 success, 1 configuration error, 2 usage, 3 runtime.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <sys/stat.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "module.h"
+
+#define EX_CONFIG	1
+#define EX_USAGEERR	2
+#define EX_RUNTIME	3
+
+static const char usage_text[] =
+"usage: egressd [-c FILE] [-l ADDR:PORT]... [-u PATH]... [-a ADMIN] [-p PHASE]\n"
+"               [--audit PATH|-] [--audit-format text|json] [-t] [-V] [-h]\n"
+"       egressd run [OPTIONS] -- CMD [ARGS]   (sandbox module)\n"
+"\n"
+"An allowlisting HTTP CONNECT proxy: every request is decided against the\n"
+"allowlist of the current phase, logged, and only then answered.\n"
+"\n"
+"  -c, --config FILE        INI configuration (default: " SYSCONFDIR "/egressd/egressd.ini,\n"
+"                           else the embedded model-API-only default)\n"
+"  -l, --listen ADDR:PORT   TCP listener, repeatable ([::1]:3128 for IPv6)\n"
+"  -u, --unix PATH          Unix-socket listener, repeatable\n"
+"  -a, --admin PATH|ADDR:PORT  admin API listener\n"
+"  -p, --phase NAME         initial phase\n"
+"      --audit PATH|-       audit log file; - is standard output\n"
+"      --audit-format text|json\n"
+"  -t, --test-config        check the configuration, print FILE:LINE: errors\n"
+"  -V, --version            version and compiled-in modules\n"
+"  -h, --help               this text\n"
+"\n"
+"Signals: HUP reloads the configuration, USR1 reopens the audit log,\n"
+"TERM/INT stop cleanly.  Exit: 0 ok, 1 config error, 2 usage, 3 runtime.\n"
+"Example: egressd -l 127.0.0.1:3128 --audit -   then\n"
+"         curl -x http://127.0.0.1:3128 https://api.anthropic.com/\n";
+
+static void
+usage(FILE *fp)
+{
+	fputs(usage_text, fp);
+}
+
+static void
+log_stderr(int level, const char *msg, void *arg)
+{
+	static const char *const lv[] = { "error", "warning", "info", "debug" };
+
+	(void)arg;
+	if (level < 0 || level > EGRESS_LOG_DEBUG)
+		level = EGRESS_LOG_INFO;
+	if (level == EGRESS_LOG_DEBUG)
+		return;
+	fprintf(stderr, "egressd: %s: %s\n", lv[level], msg);
+}
+
+static int
+version(void)
+{
+	const char *const *m = egress_modules();
+
+	printf("egressd %s\nmodules:", egress_version());
+	if (*m == NULL)
+		printf(" none");
+	for (; *m != NULL; m++)
+		printf(" %s", *m);
+	printf("\n");
+	return 0;
+}
+
+/* Subcommands of modules that may be compiled out. */
+static int
+subcommand(int argc, char *argv[])
+{
+	static const struct { const char *cmd, *mod; } known[] = {
+		{ "run", "sandbox" }, { "relay", "sandbox" },
+		{ "replay", "replay" }, { "record", "record" }
+	};
+	const struct eg_module *m;
+	size_t i;
+
+	if ((m = eg_module_for_command(argv[0])) != NULL)
+		return m->main(argc, argv);
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(argv[0], known[i].cmd) == 0) {
+			fprintf(stderr, "egressd: %s: module %s not compiled in "
+			    "(./configure --enable-%s)\n", argv[0],
+			    known[i].mod, known[i].mod);
+			return EX_USAGEERR;
+		}
+	fprintf(stderr, "egressd: unknown command '%s' (see egressd -h)\n",
+	    argv[0]);
+	return EX_USAGEERR;
+}
+
+struct opt {
+	const char	*key;
+	const char	*value;
+};
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config",	  required_argument, NULL, 'c' },
+		{ "listen",	  required_argument, NULL, 'l' },
+		{ "unix",	  required_argument, NULL, 'u' },
+		{ "admin",	  required_argument, NULL, 'a' },
+		{ "phase",	  required_argument, NULL, 'p' },
+		{ "audit",	  required_argument, NULL, 'A' },
+		{ "audit-format", required_argument, NULL, 'F' },
+		{ "test-config",  no_argument,	     NULL, 't' },
+		{ "version",	  no_argument,	     NULL, 'V' },
+		{ "help",	  no_argument,	     NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cfgfile = NULL, *sys = SYSCONFDIR "/egressd/egressd.ini";
+	struct opt *opts;
+	size_t nopts = 0, i;
+	struct egress *ex;
+	char err[8192];
+	struct stat st;
+	sigset_t set;
+	int ch, test = 0, sig, rc = 0;
+
+	if (argc > 1 && argv[1][0] != '-')
+		return subcommand(argc - 1, argv + 1);
+	if ((opts = calloc((size_t)argc, sizeof(*opts))) == NULL)
+		return EX_RUNTIME;
+	while ((ch = getopt_long(argc, argv, "c:l:u:a:p:tVh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c': cfgfile = optarg; break;
+		case 'l': opts[nopts++] = (struct opt){ "listen", optarg }; break;
+		case 'u': opts[nopts++] = (struct opt){ "unix", optarg }; break;
+		case 'a': opts[nopts++] = (struct opt){ "admin", optarg }; break;
+		case 'p': opts[nopts++] = (struct opt){ "phase", optarg }; break;
+		case 'A':
+			opts[nopts++] = (struct opt){ "audit_log", optarg };
+			break;
+		case 'F':
+			opts[nopts++] = (struct opt){ "audit_format", optarg };
+			break;
+		case 't': test = 1; break;
+		case 'V': free(opts); return version();
+		case 'h': usage(stdout); free(opts); return 0;
+		default: usage(stderr); free(opts); return EX_USAGEERR;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "egressd: unexpected argument '%s'\n",
+		    argv[optind]);
+		usage(stderr);
+		free(opts);
+		return EX_USAGEERR;
+	}
+	if (cfgfile == NULL && stat(sys, &st) == 0)
+		cfgfile = sys;
+
+	err[0] = '\0';
+	ex = egress_new_from_file(cfgfile, err, sizeof(err));
+	if (ex == NULL) {
+		fprintf(stderr, "%s\n", err);
+		free(opts);
+		return EX_CONFIG;
+	}
+	for (i = 0; i < nopts; i++)
+		if (egress_set_option(ex, opts[i].key, opts[i].value) == -1) {
+			fprintf(stderr, "egressd: %s\n", egress_errmsg(ex));
+			egress_free(ex);
+			free(opts);
+			return EX_CONFIG;
+		}
+	free(opts);
+	if (test) {
+		fprintf(stderr, "%s: configuration ok\n",
+		    cfgfile ? cfgfile : "(embedded default)");
+		egress_free(ex);
+		return 0;
+	}
+	egress_set_log_cb(ex, log_stderr, NULL);
+
+	/* every thread inherits the blocked set; only sigwait() sees them */
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (egress_start(ex) == -1 || egress_run_thread(ex) == -1) {
+		fprintf(stderr, "egressd: %s\n", egress_errmsg(ex));
+		egress_free(ex);
+		return EX_RUNTIME;
+	}
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			if (egress_reload(ex, "signal") == -1)
+				fprintf(stderr, "egressd: reload failed, the "
+				    "old configuration stays:\n%s\n",
+				    egress_errmsg(ex));
+			else
+				fprintf(stderr, "egressd: configuration "
+				    "reloaded\n");
+		} else if (sig == SIGUSR1) {
+			if (egress_reopen_audit(ex) == -1)
+				fprintf(stderr, "egressd: %s\n",
+				    egress_errmsg(ex));
+		} else
+			break;
+	}
+	egress_stop(ex);
+	egress_join(ex);
+	egress_free(ex);
+	return rc;
+}

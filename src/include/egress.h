@@ -1,0 +1,175 @@
+/*
+ * egress.h: the libegress embedding API.
+ *
+ * libegress is the whole egressd proxy as a library: listeners, the
+ * CONNECT / plain-HTTP parser, the per-phase allowlist, DNS (c-ares), the
+ * tunnels and the audit log.  An embedder creates a proxy from a
+ * configuration file or string, optionally overrides a few settings,
+ * starts it (binding listeners, opening the audit log), runs it either
+ * in the calling thread or on threads of its own, switches phases,
+ * reloads, and finally stops and frees it.
+ *
+ *	char err[512];
+ *	struct egress *ex = egress_new_from_file("egressd.ini", err,
+ *	    sizeof(err));
+ *	if (ex == NULL || egress_start(ex) == -1 || egress_run_thread(ex) == -1)
+ *		... report err or egress_errmsg(ex) ...
+ *	egress_set_phase(ex, "judge", "api", NULL);
+ *	egress_stop(ex);
+ *	egress_join(ex);
+ *	egress_free(ex);
+ *
+ * Conventions.  Functions returning int return 0 on success and -1 on
+ * failure; the reason is then in egress_errmsg(ex).  The library never
+ * exits, never prints, and never raises signals; diagnostics go to the
+ * callback set with egress_set_log_cb() (none by default).  A function
+ * that takes a callback never calls it when it returns an error.  All
+ * strings passed in are copied.
+ *
+ * Threads.  egress_stop() may be called from any thread and from a
+ * signal handler.  egress_set_phase(), egress_reload(),
+ * egress_reopen_audit(), egress_phase() and the status functions may be
+ * called from any thread except a loop thread (that is, not from an
+ * event callback).  Everything else is for the thread that created the
+ * proxy.
+ */
+#ifndef EGRESS_H
+#define EGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define EGRESS_API __attribute__((visibility("default")))
+#else
+#define EGRESS_API
+#endif
+
+struct egress;
+
+enum egress_event_type {
+	EGRESS_EV_ALLOW,	/* a tunnel or plain-HTTP request was opened */
+	EGRESS_EV_BLOCK,	/* refused by policy or for bad input */
+	EGRESS_EV_FAIL,		/* allowed, but the upstream was unreachable */
+	EGRESS_EV_CLOSE,	/* an ALLOWed connection ended */
+	EGRESS_EV_PHASE		/* the current phase changed */
+};
+
+/*
+ * One audit event.  Every pointer is valid only during the callback and
+ * may be NULL when the field does not apply to the event type.
+ */
+struct egress_event {
+	enum egress_event_type	 type;
+	int64_t			 ts_ms;		/* Unix time, milliseconds */
+	uint64_t		 id;		/* connection id; 0 for PHASE */
+	const char		*host;		/* normalised (escaped) */
+	uint16_t		 port;
+	const char		*phase;		/* PHASE: the new phase */
+	const char		*session;	/* NULL: session "default" */
+	const char		*client;	/* "127.0.0.1:51234", "unix" */
+	const char		*method;	/* "CONNECT", "GET", ... */
+	const char		*addr;		/* ALLOW: upstream address */
+	const char		*rule;		/* ALLOW: the matching entry */
+	const char		*reason;	/* BLOCK/FAIL: "not_allowed"... */
+	const char		*report;	/* report mode: "not_allowed" */
+	uint64_t		 up, down;	/* CLOSE: bytes each way */
+	uint64_t		 ms;		/* CLOSE: duration */
+	const char		*end;		/* CLOSE: "client_closed"... */
+	const char		*sni;		/* CLOSE sni_mismatch */
+	const char		*from;		/* PHASE: previous phase */
+	const char		*by;		/* PHASE: admin|api|signal|reload */
+	unsigned		 closed;	/* PHASE: tunnels closed */
+};
+
+/*
+ * Called on a loop thread for every audit event, after the line is
+ * written.  It must not block, must not call into the proxy (except
+ * egress_stop()), and must copy anything it keeps.
+ */
+typedef void (*egress_event_cb)(const struct egress_event *ev, void *arg);
+
+enum egress_log_level {
+	EGRESS_LOG_ERR, EGRESS_LOG_WARN, EGRESS_LOG_INFO, EGRESS_LOG_DEBUG
+};
+/* Diagnostics (not audit).  Called from any thread; must be thread-safe. */
+typedef void (*egress_log_cb)(int level, const char *msg, void *arg);
+
+/* Library version, "1.0.0". */
+EGRESS_API const char	*egress_version(void);
+/* NULL-terminated list of the optional modules compiled in. */
+EGRESS_API const char *const *egress_modules(void);
+
+/*
+ * Create a proxy from a configuration file, or from INI text.  path NULL
+ * means the embedded default.  On failure returns NULL and writes every
+ * configuration error ("FILE:LINE: message", one per line) to errbuf.
+ */
+EGRESS_API struct egress *egress_new_from_file(const char *path,
+	    char *errbuf, size_t errlen);
+EGRESS_API struct egress *egress_new_from_string(const char *text,
+	    char *errbuf, size_t errlen);
+
+/*
+ * Override a setting before egress_start(): "listen", "unix" (the first
+ * call replaces the file's listeners of that kind, later calls add),
+ * "admin", "phase", "audit_log", "audit_format", or any [proxy] key.
+ */
+EGRESS_API int	egress_set_option(struct egress *ex, const char *key,
+		    const char *value);
+
+EGRESS_API void	egress_set_log_cb(struct egress *ex, egress_log_cb cb,
+		    void *arg);
+/* Subscribe to audit events (before egress_start()).  Up to 8. */
+EGRESS_API int	egress_subscribe(struct egress *ex, egress_event_cb cb,
+		    void *arg);
+
+/* Bind every listener and open the audit log.  Nothing runs yet. */
+EGRESS_API int	egress_start(struct egress *ex);
+/* Run the event loops in the calling thread (plus workers - 1 threads)
+ * until egress_stop(). */
+EGRESS_API int	egress_run(struct egress *ex);
+/* Run the event loops on threads of their own; returns at once. */
+EGRESS_API int	egress_run_thread(struct egress *ex);
+/* Wait for the threads started by egress_run_thread() to finish. */
+EGRESS_API int	egress_join(struct egress *ex);
+/*
+ * Ask the proxy to stop: stop accepting, close every tunnel (CLOSE
+ * end=shutdown), flush the audit log.  Thread-safe, async-signal-safe.
+ */
+EGRESS_API void	egress_stop(struct egress *ex);
+/* Release everything (after egress_run() returned or egress_join()). */
+EGRESS_API void	egress_free(struct egress *ex);
+
+/* The last error on ex, never NULL. */
+EGRESS_API const char *egress_errmsg(struct egress *ex);
+
+/*
+ * Switch the current phase of the default session.  by is "admin",
+ * "api", "signal" or "reload" (it appears in the PHASE audit line).  When
+ * this returns 0, every later decision uses the new phase and, with
+ * on_phase_change = close, every tunnel it forbids is closed; *closed
+ * (may be NULL) gets their number.  An unknown phase fails with errno
+ * ENOENT and changes nothing.
+ */
+EGRESS_API int	egress_set_phase(struct egress *ex, const char *name,
+		    const char *by, unsigned *closed);
+/* Copy the current phase's name into buf. */
+EGRESS_API int	egress_phase(struct egress *ex, char *buf, size_t len);
+
+/*
+ * Re-read the configuration file (or string) and apply it.  On any error
+ * nothing changes and egress_errmsg() holds every error, one per line.
+ */
+EGRESS_API int	egress_reload(struct egress *ex, const char *by);
+/* Reopen the audit log (after rotation). */
+EGRESS_API int	egress_reopen_audit(struct egress *ex);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

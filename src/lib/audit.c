@@ -1,0 +1,445 @@
+/*
+ * audit.c: formats audit events as text or JSON lines and writes each with
+ * a single write(2), so a line is never interleaved with another and is on
+ * disk (in the page cache) before the client hears the verdict.  Values
+ * are escaped: text lines never hold spaces or control characters.
+ */
+#include "egress-int.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+
+struct ring_slot {
+	uint64_t	 seq;
+	char		*json;		/* without the newline */
+};
+
+struct eg_audit {
+	int		 fd;		/* -1: discard */
+	int		 json;
+	int		 is_stdout;
+	char		*path;
+
+	pthread_mutex_t	 mtx;		/* guards the ring */
+	struct ring_slot *ring;
+	unsigned	 nring;
+	uint64_t	 seq;		/* ring sequence; also "since" */
+};
+
+static const char *const event_names[] = {
+	"ALLOW", "BLOCK", "FAIL", "CLOSE", "PHASE"
+};
+
+const char *
+eg_event_name(enum egress_event_type t)
+{
+	if ((size_t)t >= nitems(event_names))
+		return "?";
+	return event_names[t];
+}
+
+static int
+audit_open_fd(const char *path, int *is_stdout, struct eg_err *err)
+{
+	int fd;
+
+	*is_stdout = 0;
+	if (strcmp(path, "none") == 0)
+		return -1;
+	if (strcmp(path, "-") == 0) {
+		*is_stdout = 1;
+		return STDOUT_FILENO;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd == -1)
+		return eg_err_set(err, errno, "cannot open audit log %s: %s",
+		    path, strerror(errno)) - 1;
+	return fd;
+}
+
+struct eg_audit *
+eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
+{
+	struct eg_audit *a;
+	int fd, is_stdout;
+
+	fd = audit_open_fd(path, &is_stdout, err);
+	if (fd == -2)
+		return NULL;
+	if ((a = calloc(1, sizeof(*a))) == NULL ||
+	    (a->path = strdup(path)) == NULL ||
+	    (ring && (a->ring = calloc(ring, sizeof(*a->ring))) == NULL)) {
+		if (a != NULL)
+			free(a->path);
+		free(a);
+		if (fd > STDERR_FILENO)
+			close(fd);
+		eg_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	a->fd = fd;
+	a->json = json;
+	a->is_stdout = is_stdout;
+	a->nring = ring;
+	pthread_mutex_init(&a->mtx, NULL);
+	return a;
+}
+
+int
+eg_audit_reopen(struct eg_audit *a, struct eg_err *err)
+{
+	int fd, is_stdout;
+
+	if (a->fd == -1 || a->is_stdout)
+		return 0;
+	fd = audit_open_fd(a->path, &is_stdout, err);
+	if (fd < 0)
+		return -1;
+	/* dup2 swaps the file under the same descriptor atomically, so a
+	 * concurrent writer writes either to the old or to the new file */
+	if (dup2(fd, a->fd) == -1) {
+		close(fd);
+		return eg_err_set(err, errno, "reopen audit log %s: %s",
+		    a->path, strerror(errno));
+	}
+	close(fd);
+	return 0;
+}
+
+int
+eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
+    struct eg_err *err)
+{
+	int fd, is_stdout;
+	char *p;
+
+	if (strcmp(path, a->path) == 0) {
+		a->json = json;
+		return 0;
+	}
+	fd = audit_open_fd(path, &is_stdout, err);
+	if (fd == -2)
+		return -1;
+	if ((p = strdup(path)) == NULL) {
+		if (fd > STDERR_FILENO)
+			close(fd);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
+	/*
+	 * Keep the descriptor number stable where we can, so writers on
+	 * other threads never see a closed descriptor.
+	 */
+	if (a->fd > STDERR_FILENO && fd >= 0) {
+		dup2(fd, a->fd);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	} else
+		a->fd = fd;
+	free(a->path);
+	a->path = p;
+	a->json = json;
+	a->is_stdout = is_stdout;
+	return 0;
+}
+
+void
+eg_audit_close(struct eg_audit *a)
+{
+	unsigned i;
+
+	if (a == NULL)
+		return;
+	if (a->fd > STDERR_FILENO)
+		close(a->fd);
+	for (i = 0; i < a->nring; i++)
+		free(a->ring[i].json);
+	free(a->ring);
+	free(a->path);
+	pthread_mutex_destroy(&a->mtx);
+	free(a);
+}
+
+/* --- formatting ------------------------------------------------------- */
+
+struct out {
+	char	*p;
+	size_t	 len, cap;
+};
+
+static void
+out_raw(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n >= o->cap)
+		n = o->len < o->cap - 1 ? o->cap - 1 - o->len : 0;
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+}
+
+static void
+out_str(struct out *o, const char *s)
+{
+	out_raw(o, s, strlen(s));
+}
+
+static void
+out_u64(struct out *o, uint64_t v)
+{
+	char b[24];
+	int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+
+	out_raw(o, b, (size_t)n);
+}
+
+/* Text values: every byte outside '!'..'~', and '\', '"', become \xHH. */
+static void
+out_text_val(struct out *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[4];
+	unsigned char ch;
+
+	if (s == NULL || *s == '\0') {
+		out_raw(o, "-", 1);
+		return;
+	}
+	for (; *s != '\0'; s++) {
+		ch = (unsigned char)*s;
+		if (ch > ' ' && ch < 0x7f && ch != '\\' && ch != '"') {
+			out_raw(o, s, 1);
+			continue;
+		}
+		e[0] = '\\';
+		e[1] = 'x';
+		e[2] = hex[ch >> 4];
+		e[3] = hex[ch & 15];
+		out_raw(o, e, 4);
+	}
+}
+
+/* JSON strings: escapes per RFC 8259; bytes >= 0x80 become \u00XX so the
+ * line stays valid UTF-8 whatever a client sent. */
+static void
+out_json_str(struct out *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[6] = { '\\', 'u', '0', '0', 0, 0 };
+	unsigned char ch;
+
+	out_raw(o, "\"", 1);
+	for (; s != NULL && *s != '\0'; s++) {
+		ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\') {
+			out_raw(o, "\\", 1);
+			out_raw(o, s, 1);
+		} else if (ch >= 0x20 && ch < 0x7f)
+			out_raw(o, s, 1);
+		else {
+			e[4] = hex[ch >> 4];
+			e[5] = hex[ch & 15];
+			out_raw(o, e, 6);
+		}
+	}
+	out_raw(o, "\"", 1);
+}
+
+static void
+out_ts(struct out *o, int64_t ms)
+{
+	struct tm tm;
+	time_t t = (time_t)(ms / 1000);
+	char b[40];
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
+	n += (size_t)snprintf(b + n, sizeof(b) - n, ".%03dZ", (int)(ms % 1000));
+	out_raw(o, b, n);
+}
+
+/* One key=value (text) or ,"key":value (JSON); NULL strings are skipped. */
+static void
+kv_str(struct out *o, int json, const char *k, const char *v)
+{
+	if (v == NULL)
+		return;
+	if (json) {
+		out_raw(o, ",\"", 2);
+		out_str(o, k);
+		out_raw(o, "\":", 2);
+		out_json_str(o, v);
+	} else {
+		out_raw(o, " ", 1);
+		out_str(o, k);
+		out_raw(o, "=", 1);
+		out_text_val(o, v);
+	}
+}
+
+static void
+kv_u64(struct out *o, int json, const char *k, uint64_t v)
+{
+	out_raw(o, json ? ",\"" : " ", json ? 2 : 1);
+	out_str(o, k);
+	out_raw(o, json ? "\":" : "=", json ? 2 : 1);
+	out_u64(o, v);
+}
+
+size_t
+eg_audit_format(const struct egress_event *ev, int json, char *buf,
+    size_t cap)
+{
+	struct out o = { buf, 0, cap };
+	char port[8];
+
+	if (cap < 2)
+		return 0;
+	if (json) {
+		out_str(&o, "{\"ts\":\"");
+		out_ts(&o, ev->ts_ms);
+		out_str(&o, "\",\"event\":\"");
+		out_str(&o, eg_event_name(ev->type));
+		out_raw(&o, "\"", 1);
+		if (ev->type == EGRESS_EV_PHASE)
+			kv_str(&o, 1, "phase", ev->phase);
+		else {
+			kv_str(&o, 1, "host", ev->host ? ev->host : "-");
+			kv_u64(&o, 1, "port", ev->port);
+			kv_u64(&o, 1, "id", ev->id);
+			kv_str(&o, 1, "phase", ev->phase);
+		}
+	} else {
+		out_ts(&o, ev->ts_ms);
+		out_raw(&o, " ", 1);
+		out_str(&o, eg_event_name(ev->type));
+		out_raw(&o, " ", 1);
+		if (ev->type == EGRESS_EV_PHASE)
+			out_text_val(&o, ev->phase);
+		else {
+			out_text_val(&o, ev->host);
+			if (ev->port) {
+				snprintf(port, sizeof(port), ":%u", ev->port);
+				out_str(&o, port);
+			}
+			kv_u64(&o, 0, "id", ev->id);
+			kv_str(&o, 0, "phase", ev->phase);
+		}
+	}
+	kv_str(&o, json, "session", ev->session);
+	switch (ev->type) {
+	case EGRESS_EV_ALLOW:
+	case EGRESS_EV_BLOCK:
+	case EGRESS_EV_FAIL:
+		kv_str(&o, json, "client", ev->client);
+		kv_str(&o, json, "method", ev->method);
+		kv_str(&o, json, "addr", ev->addr);
+		kv_str(&o, json, "rule", ev->type == EGRESS_EV_ALLOW &&
+		    ev->rule == NULL ? "-" : ev->rule);
+		kv_str(&o, json, "reason", ev->reason);
+		kv_str(&o, json, "report", ev->report);
+		break;
+	case EGRESS_EV_CLOSE:
+		kv_u64(&o, json, "up", ev->up);
+		kv_u64(&o, json, "down", ev->down);
+		kv_u64(&o, json, "ms", ev->ms);
+		kv_str(&o, json, "end", ev->end);
+		kv_str(&o, json, "sni", ev->sni);
+		break;
+	case EGRESS_EV_PHASE:
+		kv_str(&o, json, "from", ev->from);
+		kv_str(&o, json, "by", ev->by);
+		kv_u64(&o, json, "closed", ev->closed);
+		break;
+	}
+	if (json)
+		out_raw(&o, "}", 1);
+	/* room for the newline was reserved by out_raw's cap - 1 */
+	buf[o.len++] = '\n';
+	return o.len;
+}
+
+static void
+ring_push(struct eg_audit *a, const struct egress_event *ev)
+{
+	char line[EG_AUDIT_LINE];
+	struct ring_slot *s;
+	size_t n;
+	char *copy;
+
+	if (a->nring == 0)
+		return;
+	n = eg_audit_format(ev, 1, line, sizeof(line));
+	if ((copy = malloc(n)) == NULL)
+		return;
+	memcpy(copy, line, n - 1);
+	copy[n - 1] = '\0';
+	pthread_mutex_lock(&a->mtx);
+	s = &a->ring[a->seq % a->nring];
+	free(s->json);
+	s->json = copy;
+	s->seq = ++a->seq;
+	pthread_mutex_unlock(&a->mtx);
+}
+
+int
+eg_audit_emit(struct eg_audit *a, const struct egress_event *ev)
+{
+	char line[EG_AUDIT_LINE];
+	size_t n, off = 0;
+	ssize_t w;
+	int rc = 0;
+
+	ring_push(a, ev);
+	if (a->fd == -1)
+		return 0;
+	n = eg_audit_format(ev, a->json, line, sizeof(line));
+	/* One write(2); the loop only guards against EINTR / short writes
+	 * on pipes, which a regular O_APPEND file never produces. */
+	while (off < n) {
+		w = write(a->fd, line + off, n - off);
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		off += (size_t)w;
+	}
+	return rc;
+}
+
+size_t
+eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
+    char *buf, size_t cap)
+{
+	struct out o = { buf, 0, cap };
+	uint64_t first, seq;
+	unsigned n = 0;
+	struct ring_slot *s;
+
+	if (cap < 3)
+		return 0;
+	out_raw(&o, "[", 1);
+	pthread_mutex_lock(&a->mtx);
+	first = a->seq > a->nring ? a->seq - a->nring + 1 : 1;
+	if (since + 1 > first)
+		first = since + 1;
+	/* the most recent `limit` entries after `since` */
+	if (limit && a->seq >= first && a->seq - first + 1 > limit)
+		first = a->seq - limit + 1;
+	for (seq = first; seq <= a->seq && a->nring; seq++) {
+		s = &a->ring[(seq - 1) % a->nring];
+		if (s->seq != seq || s->json == NULL)
+			continue;
+		if (n++)
+			out_raw(&o, ",", 1);
+		out_str(&o, s->json);
+	}
+	pthread_mutex_unlock(&a->mtx);
+	out_raw(&o, "]", 1);
+	buf[o.len] = '\0';
+	return o.len;
+}

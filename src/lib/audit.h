@@ -1,0 +1,47 @@
+/*
+ * audit.h: the audit log.  Only audit.c formats audit lines.  Each line
+ * is built in a stack buffer and written with one write(2); the most
+ * recent events are also kept, as JSON, in a ring for GET /v1/audit.
+ */
+#ifndef EG_AUDIT_H
+#define EG_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "egress.h"
+#include "err.h"
+
+#define EG_AUDIT_LINE	4096	/* longest line; values are truncated */
+
+struct eg_audit;
+
+/* path "-" is standard output; "none" discards.  NULL on error. */
+struct eg_audit	*eg_audit_open(const char *path, int json, unsigned ring,
+		    struct eg_err *err);
+/* Reopen the same path (log rotation); the fd number stays the same. */
+int		 eg_audit_reopen(struct eg_audit *, struct eg_err *err);
+/* Switch to another path/format (reload); on error nothing changes. */
+int		 eg_audit_reconfigure(struct eg_audit *, const char *path,
+		    int json, struct eg_err *err);
+void		 eg_audit_close(struct eg_audit *);
+
+/* Format and write one event (one write(2)), and record it in the ring.
+ * Returns 0, or -1 if the write failed (the event is still in the ring). */
+int		 eg_audit_emit(struct eg_audit *, const struct egress_event *);
+
+/* Pure formatting, for tests: returns the line length (with '\n'). */
+size_t		 eg_audit_format(const struct egress_event *, int json,
+		    char *buf, size_t cap);
+
+/*
+ * Copy ring entries with id > since (at most limit) as a JSON array into
+ * buf.  Returns the length.  Thread-safe.
+ */
+size_t		 eg_audit_ring_json(struct eg_audit *, uint64_t since,
+		    unsigned limit, char *buf, size_t cap);
+
+/* Names shared by audit, metrics and reply bodies. */
+const char	*eg_event_name(enum egress_event_type);
+
+#endif

@@ -1,0 +1,1229 @@
+/*
+ * cfg.c: the configuration loader.  INI text goes through inih with our
+ * own line reader, which counts lines, strips comments, sees section
+ * headers (even empty sections) and refuses lines inih would split; keys
+ * are then handled generically from one table.  Every problem is
+ * collected as "FILE:LINE: message" and the snapshot is returned only
+ * when there is none.
+ */
+#include "egress-int.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "cfg.h"
+#include "host.h"
+#include "policy.h"
+
+#define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */
+#define PHASE_NAME_MAX	64
+#define KEY_MAX		(EG_HOST_MAX + 8)	/* [hosts] keys: names */
+#define LIST_MAX	256			/* items in one list value */
+#define DEFAULT_LISTEN	"127.0.0.1:3128"
+#define LINE_DEFAULT	(-1)	/* eg_listen.line of the implicit one */
+
+enum ktype {
+	K_LISTEN,		/* ADDR:PORT, appended to cfg->listen */
+	K_UNIX,			/* socket path, added to cfg->listen */
+	K_ADMIN,		/* socket path or ADDR:PORT */
+	K_STR,			/* non-empty string */
+	K_MODE,			/* octal file mode, 0 to 0777 */
+	K_UINT,			/* decimal, min..max */
+	K_SECONDS,		/* decimal seconds, min..max, stored in ms */
+	K_BOOL,			/* yes/no, true/false, on/off, 1/0 */
+	K_ENUM,			/* one of choices[], stored as its index */
+	K_PORTS,		/* list of ports */
+	K_DNS,			/* list of IP[:port] */
+	K_PHASE,		/* the initial phase's name */
+	K_ALLOW			/* list of patterns (phase section) */
+};
+
+enum ksect { KS_PROXY, KS_PHASE };
+
+#define KF_REPEAT	0x01	/* every occurrence adds */
+
+struct key {
+	enum ksect		 sect;
+	const char		*name;
+	enum ktype		 type;
+	unsigned		 min, max;
+	size_t			 off;	/* in struct eg_cfg or eg_phase */
+	int			 flags;
+	const char *const	*choices;	/* K_ENUM, NULL-terminated */
+};
+
+static const char *const fmt_choices[] = { "text", "json", NULL };
+static const char *const opc_choices[] = { "keep", "close", NULL };
+static const char *const mode_choices[] = { "enforce", "report", NULL };
+
+#define C(f)	offsetof(struct eg_cfg, f)
+#define P(f)	offsetof(struct eg_phase, f)
+
+/*
+ * The key table: one row per key, X-macro so that the rows and the
+ * exported name list cannot disagree.
+ */
+#define CFG_KEYS(X)							\
+	X(KS_PROXY, "listen", K_LISTEN, 0, 0, 0, KF_REPEAT, NULL)	\
+	X(KS_PROXY, "unix", K_UNIX, 0, 0, 0, KF_REPEAT, NULL)		\
+	X(KS_PROXY, "unix_mode", K_MODE, 0, 0777, C(unix_mode), 0, NULL) \
+	X(KS_PROXY, "admin", K_ADMIN, 0, 0, C(admin), 0, NULL)		\
+	X(KS_PROXY, "admin_mode", K_MODE, 0, 0777, C(admin_mode), 0, NULL) \
+	X(KS_PROXY, "admin_token_file", K_STR, 0, 0, C(admin_token_file), \
+	    0, NULL)							\
+	X(KS_PROXY, "audit_ring", K_UINT, 0, 1048576, C(audit_ring), 0,	\
+	    NULL)							\
+	X(KS_PROXY, "audit_log", K_STR, 0, 0, C(audit_log), 0, NULL)	\
+	X(KS_PROXY, "audit_format", K_ENUM, 0, 0, C(audit_json), 0,	\
+	    fmt_choices)						\
+	X(KS_PROXY, "phase", K_PHASE, 0, 0, C(phase), 0, NULL)		\
+	X(KS_PROXY, "ports", K_PORTS, 0, 0, 0, 0, NULL)		\
+	X(KS_PROXY, "deny_private", K_BOOL, 0, 0, C(deny_private), 0, NULL) \
+	X(KS_PROXY, "plain_http", K_BOOL, 0, 0, C(plain_http), 0, NULL)	\
+	X(KS_PROXY, "on_phase_change", K_ENUM, 0, 0,			\
+	    C(close_on_phase_change), 0, opc_choices)			\
+	X(KS_PROXY, "sni_check", K_BOOL, 0, 0, C(sni_check), 0, NULL)	\
+	X(KS_PROXY, "connect_timeout", K_SECONDS, 1, 86400,		\
+	    C(connect_timeout_ms), 0, NULL)				\
+	X(KS_PROXY, "header_timeout", K_SECONDS, 1, 86400,		\
+	    C(header_timeout_ms), 0, NULL)				\
+	X(KS_PROXY, "idle_timeout", K_SECONDS, 1, 86400,		\
+	    C(idle_timeout_ms), 0, NULL)				\
+	X(KS_PROXY, "max_connections", K_UINT, 1, 1000000,		\
+	    C(max_connections), 0, NULL)				\
+	X(KS_PROXY, "max_connections_per_client", K_UINT, 1, 1000000,	\
+	    C(max_connections_per_client), 0, NULL)			\
+	X(KS_PROXY, "max_header_bytes", K_UINT, 1024, 1048576,		\
+	    C(max_header_bytes), 0, NULL)				\
+	X(KS_PROXY, "dns_servers", K_DNS, 0, 0, C(dns_servers), 0, NULL) \
+	X(KS_PROXY, "workers", K_UINT, 0, 256, C(workers), 0, NULL)	\
+	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
+	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
+
+#define KEY_ROW(s, n, t, lo, hi, o, f, c)	{ s, n, t, lo, hi, o, f, c },
+#define KEY_NAME(s, n, t, lo, hi, o, f, c)	n,
+
+static const struct key keys[] = { CFG_KEYS(KEY_ROW) };
+#define NKEYS	nitems(keys)
+
+const char *const eg_cfg_keys[] = { CFG_KEYS(KEY_NAME) NULL };
+
+enum sect {
+	SECT_NONE,		/* before any section header */
+	SECT_SKIP,		/* unknown or duplicate: keys ignored */
+	SECT_PROXY,
+	SECT_HOSTS,
+	SECT_PHASE
+};
+
+/*
+ * Parsing state, shared by the line reader and the inih handler.  When
+ * err is set (eg_cfg_override()) the first message goes there instead
+ * of to errs, prefixed "command line: ".
+ */
+struct parse {
+	struct eg_cfg	*cfg;
+	const char	*fname;
+	struct eg_errs	*errs;
+	struct eg_err	*err;
+	int		 nerr;
+
+	const char	*p, *end;	/* text not yet read */
+	int		 line;		/* of the line just read */
+
+	enum sect	 sect;
+	char		 sectname[408];	/* for messages */
+	size_t		 phase;		/* SECT_PHASE: in cfg->phases */
+	int		 proxy_line, hosts_line;
+
+	char		 key[KEY_MAX + 1];	/* this line's whole key */
+	int		 seen[NKEYS];	/* line of a key's first use */
+	int		*pin_line;	/* per cfg->pins entry */
+};
+
+static void	 free_listen(struct eg_listen *);
+
+/*
+ * Quote untrusted text for a message: printable ASCII as is, anything
+ * else \xNN, at most 80 bytes then "...".
+ */
+static const char *
+quote(const char *s, size_t len, char *buf, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+	unsigned char c;
+
+	for (i = 0; i < len && i < 80 && o + 5 < cap; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			buf[o++] = (char)c;
+		} else {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (i < len && o + 4 < cap) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Report a problem at the current line (or at line when > 0). */
+static int
+perr_at(struct parse *ps, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+perr_at(struct parse *ps, int line, const char *fmt, ...)
+{
+	char msg[EG_ERR_MSGLEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ps->err != NULL) {
+		if (ps->nerr == 0)
+			eg_err_set(ps->err, EINVAL, "command line: %s", msg);
+	} else
+		eg_errs_add(ps->errs, "%s:%d: %s", ps->fname, line, msg);
+	ps->nerr++;
+	return -1;
+}
+
+#define perr(ps, ...)	perr_at((ps), (ps)->line, __VA_ARGS__)
+
+static int
+bad_value(struct parse *ps, const struct key *k, const char *val,
+    const char *why)
+{
+	char q[400];
+
+	return perr(ps, "bad value '%s' for %s: %s",
+	    quote(val, strlen(val), q, sizeof(q)), k->name, why);
+}
+
+static int
+is_space(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Next item of a list separated by spaces, tabs or commas. */
+static int
+next_item(const char **pp, const char **item, size_t *len)
+{
+	const char *p = *pp;
+
+	while (*p == ',' || is_space(*p))
+		p++;
+	if (*p == '\0')
+		return 0;
+	*item = p;
+	while (*p != '\0' && *p != ',' && !is_space(*p))
+		p++;
+	*len = (size_t)(p - *item);
+	*pp = p;
+	return 1;
+}
+
+static int
+parse_uint(const char *s, size_t len, unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+	size_t i;
+
+	if (len == 0 || len > 10)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Parse an IP literal (IPv6 with or without brackets) of len bytes into
+ * ss with port 0.
+ */
+static int
+parse_ip(const char *s, size_t len, struct sockaddr_storage *ss,
+    socklen_t *sslen)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	char buf[INET6_ADDRSTRLEN + 2];
+
+	if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
+		s++;
+		len -= 2;
+	} else if (len > 0 && s[0] == '[')
+		return -1;
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, buf, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		*sslen = sizeof(*sin);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, buf, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		*sslen = sizeof(*sin6);
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Parse "IPv4:PORT" or "[IPv6]:PORT" (the port is required unless dflt
+ * is not 0).
+ */
+static int
+parse_ipport(const char *s, size_t len, uint16_t dflt,
+    struct sockaddr_storage *ss, socklen_t *sslen)
+{
+	const char *colon = NULL, *rb;
+	uint16_t port = dflt;
+	size_t i, hostlen = len;
+
+	if (len > 0 && s[0] == '[') {
+		rb = memchr(s, ']', len);
+		if (rb == NULL)
+			return -1;
+		hostlen = (size_t)(rb - s) + 1;
+		if (hostlen < len) {
+			if (s[hostlen] != ':')
+				return -1;
+			colon = s + hostlen;
+		}
+	} else {
+		for (i = 0; i < len; i++)
+			if (s[i] == ':')
+				colon = s + i;
+		if (colon != NULL && memchr(s, ':', (size_t)(colon - s)))
+			colon = NULL;	/* a bare IPv6 address */
+		if (colon != NULL)
+			hostlen = (size_t)(colon - s);
+	}
+	if (colon != NULL && eg_port_parse(colon + 1,
+	    len - hostlen - 1, &port) == -1)
+		return -1;
+	if (port == 0)
+		return -1;
+	if (parse_ip(s, hostlen, ss, sslen) == -1)
+		return -1;
+	/* Brackets are how IPv6 and a port go together, and only that. */
+	if (s[0] != '[' && ss->ss_family == AF_INET6 && colon != NULL)
+		return -1;
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	return 0;
+}
+
+static int
+valid_phase_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > PHASE_NAME_MAX)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+add_listen(struct parse *ps, enum eg_listen_kind kind, const char *val,
+    const struct sockaddr_storage *ss, socklen_t sslen, int line)
+{
+	struct eg_cfg *cfg = ps->cfg;
+	struct eg_listen *nl, *l;
+
+	nl = reallocarray(cfg->listen, cfg->nlisten + 1, sizeof(*nl));
+	if (nl == NULL)
+		return perr(ps, "out of memory");
+	cfg->listen = nl;
+	l = &nl[cfg->nlisten];
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	l->line = line;
+	if (ss != NULL) {
+		l->ss = *ss;
+		l->sslen = sslen;
+	}
+	l->text = strdup(val);
+	if (l->text == NULL)
+		return perr(ps, "out of memory");
+	cfg->nlisten++;
+	return 0;
+}
+
+/* Drop the listeners of kind that did not come from the command line. */
+static void
+drop_listeners(struct eg_cfg *cfg, enum eg_listen_kind kind)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < cfg->nlisten; i++) {
+		if ((cfg->listen[i].kind == kind && cfg->listen[i].line != 0) ||
+		    cfg->listen[i].line == LINE_DEFAULT)
+			free_listen(&cfg->listen[i]);
+		else
+			cfg->listen[o++] = cfg->listen[i];
+	}
+	cfg->nlisten = o;
+}
+
+static int
+set_str(struct parse *ps, char **dst, const char *val)
+{
+	char *s;
+
+	s = strdup(val);
+	if (s == NULL)
+		return perr(ps, "out of memory");
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int
+set_ports(struct parse *ps, const struct key *k, const char *val)
+{
+	uint16_t ports[LIST_MAX], *np, port;
+	const char *p = val, *it;
+	size_t len, n = 0, i;
+
+	while (next_item(&p, &it, &len)) {
+		if (eg_port_parse(it, len, &port) == -1)
+			return bad_value(ps, k, val, "ports are 1-65535");
+		for (i = 0; i < n; i++)
+			if (ports[i] == port)
+				break;
+		if (i < n)
+			continue;
+		if (n == LIST_MAX)
+			return bad_value(ps, k, val, "too many ports");
+		ports[n++] = port;
+	}
+	if (n == 0)
+		return bad_value(ps, k, val, "at least one port is needed");
+	np = calloc(n, sizeof(*np));
+	if (np == NULL)
+		return perr(ps, "out of memory");
+	memcpy(np, ports, n * sizeof(*np));
+	free(ps->cfg->ports);
+	ps->cfg->ports = np;
+	ps->cfg->nports = n;
+	return 0;
+}
+
+/* Normalise a DNS server list into "ip:port,[ip6]:port" for c-ares. */
+static int
+set_dns(struct parse *ps, const struct key *k, const char *val)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char out[4096], a[INET6_ADDRSTRLEN];
+	const char *p = val, *it;
+	size_t len, o = 0, n = 0;
+	int w;
+
+	while (next_item(&p, &it, &len)) {
+		if (parse_ipport(it, len, 53, &ss, &sslen) == -1)
+			return bad_value(ps, k, val,
+			    "expected IP[:PORT] or [IPv6]:PORT");
+		if (ss.ss_family == AF_INET) {
+			inet_ntop(AF_INET,
+			    &((struct sockaddr_in *)&ss)->sin_addr, a,
+			    sizeof(a));
+			w = snprintf(out + o, sizeof(out) - o, "%s%s:%u",
+			    n ? "," : "", a, (unsigned)ntohs(
+			    ((struct sockaddr_in *)&ss)->sin_port));
+		} else {
+			inet_ntop(AF_INET6,
+			    &((struct sockaddr_in6 *)&ss)->sin6_addr, a,
+			    sizeof(a));
+			w = snprintf(out + o, sizeof(out) - o, "%s[%s]:%u",
+			    n ? "," : "", a, (unsigned)ntohs(
+			    ((struct sockaddr_in6 *)&ss)->sin6_port));
+		}
+		if (w < 0 || (size_t)w >= sizeof(out) - o)
+			return bad_value(ps, k, val, "too many servers");
+		o += (size_t)w;
+		n++;
+	}
+	if (n == 0)
+		return bad_value(ps, k, val, "no server given");
+	return set_str(ps, &ps->cfg->dns_servers, out);
+}
+
+static int
+add_allow(struct parse *ps, struct eg_phase *ph, const char *val)
+{
+	struct eg_rule r;
+	struct eg_err e;
+	const char *p = val, *it;
+	size_t len;
+	int rc = 0;
+
+	while (next_item(&p, &it, &len)) {
+		if (eg_rule_parse(it, len, &r, &e) == -1) {
+			rc = perr(ps, "%s", e.msg);
+			continue;
+		}
+		if (eg_phase_add(ph, &r) == -1) {
+			eg_rule_clear(&r);
+			return perr(ps, "out of memory");
+		}
+	}
+	return rc;
+}
+
+/* Set one key from the table; base is the struct eg_cfg or eg_phase. */
+static int
+key_set(struct parse *ps, const struct key *k, void *base, const char *val)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	unsigned long v;
+	size_t i, len = strlen(val);
+	char *b = base;
+
+	if (len == 0 && k->type != K_ALLOW)
+		return bad_value(ps, k, val, "empty value");
+	switch (k->type) {
+	case K_LISTEN:
+		if (parse_ipport(val, len, 0, &ss, &sslen) == -1)
+			return bad_value(ps, k, val,
+			    "expected IPv4:PORT or [IPv6]:PORT");
+		return add_listen(ps, EG_LISTEN_TCP, val, &ss, sslen,
+		    ps->line);
+	case K_UNIX:
+		if (len >= sizeof(((struct sockaddr_un *)0)->sun_path))
+			return bad_value(ps, k, val, "path too long");
+		return add_listen(ps, EG_LISTEN_UNIX, val, NULL, 0,
+		    ps->line);
+	case K_ADMIN:
+		if (memchr(val, '/', len) != NULL) {
+			if (len >= sizeof(((struct sockaddr_un *)0)->sun_path))
+				return bad_value(ps, k, val,
+				    "path too long");
+		} else if (parse_ipport(val, len, 0, &ss, &sslen) == -1)
+			return bad_value(ps, k, val,
+			    "expected a socket path or ADDR:PORT");
+		return set_str(ps, (char **)(void *)(b + k->off), val);
+	case K_STR:
+		return set_str(ps, (char **)(void *)(b + k->off), val);
+	case K_PHASE:
+		if (!valid_phase_name(val, len))
+			return bad_value(ps, k, val, "not a phase name");
+		return set_str(ps, (char **)(void *)(b + k->off), val);
+	case K_MODE:
+		v = 0;
+		for (i = 0; i < len; i++) {
+			if (val[i] < '0' || val[i] > '7' || i >= 4)
+				break;
+			v = v * 8 + (unsigned long)(val[i] - '0');
+		}
+		if (i < len || v > k->max)
+			return bad_value(ps, k, val,
+			    "expected an octal mode such as 0660");
+		*(mode_t *)(void *)(b + k->off) = (mode_t)v;
+		return 0;
+	case K_UINT:
+	case K_SECONDS:
+		if (parse_uint(val, len, k->max, &v) == -1 || v < k->min) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "expected %s from %u to %u",
+			    k->type == K_SECONDS ? "seconds" : "a number",
+			    k->min, k->max);
+			return bad_value(ps, k, val, why);
+		}
+		if (k->type == K_SECONDS)
+			v *= 1000;
+		*(unsigned *)(void *)(b + k->off) = (unsigned)v;
+		return 0;
+	case K_BOOL:
+		if (strcasecmp(val, "yes") == 0 ||
+		    strcasecmp(val, "true") == 0 ||
+		    strcasecmp(val, "on") == 0 || strcmp(val, "1") == 0)
+			*(int *)(void *)(b + k->off) = 1;
+		else if (strcasecmp(val, "no") == 0 ||
+		    strcasecmp(val, "false") == 0 ||
+		    strcasecmp(val, "off") == 0 || strcmp(val, "0") == 0)
+			*(int *)(void *)(b + k->off) = 0;
+		else
+			return bad_value(ps, k, val, "expected yes or no");
+		return 0;
+	case K_ENUM:
+		for (i = 0; k->choices[i] != NULL; i++) {
+			if (strcmp(val, k->choices[i]) == 0) {
+				*(int *)(void *)(b + k->off) = (int)i;
+				return 0;
+			}
+		}
+		return bad_value(ps, k, val, k->choices == fmt_choices ?
+		    "expected text or json" : k->choices == opc_choices ?
+		    "expected close or keep" : "expected enforce or report");
+	case K_PORTS:
+		return set_ports(ps, k, val);
+	case K_DNS:
+		return set_dns(ps, k, val);
+	case K_ALLOW:
+		return add_allow(ps, base, val);
+	}
+	return -1;
+}
+
+static const struct key *
+key_find(enum ksect sect, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].sect == sect && strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* A [hosts] line: name = addr [addr...]. */
+static int
+hosts_entry(struct parse *ps, const char *name, const char *val)
+{
+	struct eg_cfg *cfg = ps->cfg;
+	struct sockaddr_storage addr[LIST_MAX], *na;
+	struct eg_host h;
+	struct eg_pin *np;
+	socklen_t sslen;
+	const char *p = val, *it, *why;
+	char q[400];
+	size_t len, n = 0, i;
+	int *nl;
+
+	if (eg_host_parse(name, strlen(name), &h, &why) == -1)
+		return perr(ps, "bad host name '%s' in [hosts]: %s",
+		    quote(name, strlen(name), q, sizeof(q)), why);
+	if (h.kind != EG_HOST_NAME)
+		return perr(ps, "bad host name '%s' in [hosts]: an address "
+		    "needs no pinning", quote(name, strlen(name), q,
+		    sizeof(q)));
+	for (i = 0; i < cfg->npins; i++)
+		if (strcmp(cfg->pins[i].name, h.name) == 0)
+			return perr(ps, "duplicate host '%s' in [hosts] "
+			    "(first at line %d)", h.name, ps->pin_line[i]);
+	while (next_item(&p, &it, &len)) {
+		if (n == LIST_MAX)
+			return perr(ps, "too many addresses for '%s'",
+			    h.name);
+		if (parse_ip(it, len, &addr[n], &sslen) == -1)
+			return perr(ps, "bad address '%s' for '%s' in "
+			    "[hosts]: expected an IPv4 or IPv6 address",
+			    quote(it, len, q, sizeof(q)), h.name);
+		n++;
+	}
+	if (n == 0)
+		return perr(ps, "no address for '%s' in [hosts]", h.name);
+
+	np = reallocarray(cfg->pins, cfg->npins + 1, sizeof(*np));
+	if (np == NULL)
+		return perr(ps, "out of memory");
+	cfg->pins = np;
+	nl = reallocarray(ps->pin_line, cfg->npins + 1, sizeof(*nl));
+	if (nl == NULL)
+		return perr(ps, "out of memory");
+	ps->pin_line = nl;
+	na = calloc(n, sizeof(*na));
+	np = &cfg->pins[cfg->npins];
+	np->name = strdup(h.name);
+	if (na == NULL || np->name == NULL) {
+		free(na);
+		free(np->name);
+		return perr(ps, "out of memory");
+	}
+	memcpy(na, addr, n * sizeof(*na));
+	np->addr = na;
+	np->naddr = n;
+	nl[cfg->npins] = ps->line;
+	cfg->npins++;
+	return 0;
+}
+
+/* A section header; name is what is between the brackets, trimmed. */
+static void
+section_start(struct parse *ps, const char *name, size_t len)
+{
+	static const char *const mods[] = { "sandbox", "replay", "record" };
+	struct eg_cfg *cfg = ps->cfg;
+	struct eg_phase *np;
+	char q[400];
+	size_t i, ml;
+
+	ps->sect = SECT_SKIP;
+	quote(name, len, q, sizeof(q));
+	snprintf(ps->sectname, sizeof(ps->sectname), "[%s]", q);
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].sect == KS_PHASE)
+			ps->seen[i] = 0;
+
+	if (len == 5 && memcmp(name, "proxy", 5) == 0) {
+		if (ps->proxy_line) {
+			perr(ps, "duplicate section [proxy] (first at line %d)",
+			    ps->proxy_line);
+			return;
+		}
+		ps->proxy_line = ps->line;
+		ps->sect = SECT_PROXY;
+		return;
+	}
+	if (len == 5 && memcmp(name, "hosts", 5) == 0) {
+		if (ps->hosts_line) {
+			perr(ps, "duplicate section [hosts] (first at line %d)",
+			    ps->hosts_line);
+			return;
+		}
+		ps->hosts_line = ps->line;
+		ps->sect = SECT_HOSTS;
+		return;
+	}
+	if (len >= 6 && memcmp(name, "phase:", 6) == 0) {
+		name += 6;
+		len -= 6;
+		if (!valid_phase_name(name, len)) {
+			perr(ps, "bad phase name '%s' (letters, digits, '.', "
+			    "'_' and '-', at most %d)", quote(name, len, q,
+			    sizeof(q)), PHASE_NAME_MAX);
+			return;
+		}
+		for (i = 0; i < cfg->nphases; i++) {
+			if (strlen(cfg->phases[i].name) == len &&
+			    memcmp(cfg->phases[i].name, name, len) == 0) {
+				perr(ps, "duplicate section [phase:%s] (first "
+				    "at line %d)", cfg->phases[i].name,
+				    cfg->phases[i].line);
+				return;
+			}
+		}
+		np = reallocarray(cfg->phases, cfg->nphases + 1,
+		    sizeof(*np));
+		if (np == NULL) {
+			perr(ps, "out of memory");
+			return;
+		}
+		cfg->phases = np;
+		np = &cfg->phases[cfg->nphases];
+		memset(np, 0, sizeof(*np));
+		np->name = strndup(name, len);
+		if (np->name == NULL) {
+			perr(ps, "out of memory");
+			return;
+		}
+		np->line = ps->line;
+		ps->phase = cfg->nphases++;
+		ps->sect = SECT_PHASE;
+		return;
+	}
+	for (i = 0; i < nitems(mods); i++) {
+		ml = strlen(mods[i]);
+		if (len >= ml && memcmp(name, mods[i], ml) == 0 &&
+		    (len == ml || name[ml] == ':')) {
+			perr(ps, "[%s]: module not compiled in "
+			    "(./configure --enable-%s)", q, mods[i]);
+			return;
+		}
+	}
+	perr(ps, "unknown section [%s]", q);
+}
+
+static int
+valid_key_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+/*
+ * The inih reader: hand over the next "key=value" line, or NULL at the
+ * end.  Comments, blank lines and section headers are consumed here, so
+ * inih's multi-line continuation, inline-comment and BOM settings never
+ * come into play, an empty section is still seen, and the line number of
+ * every key is known to the handler.  A line that would not fit inih's
+ * buffer (num bytes with newline and NUL) is an error, never split.
+ */
+static char *
+cfg_reader(char *str, int num, void *arg)
+{
+	struct parse *ps = arg;
+	const char *s, *e, *nl, *c, *eq, *k, *ke, *v;
+	size_t i, klen, vlen;
+
+	for (;;) {
+		if (ps->p >= ps->end)
+			return NULL;
+		s = ps->p;
+		nl = memchr(s, '\n', (size_t)(ps->end - s));
+		e = nl != NULL ? nl : ps->end;
+		ps->p = nl != NULL ? nl + 1 : ps->end;
+		ps->line++;
+
+		if (ps->line == 1 && e - s >= 3 &&
+		    memcmp(s, "\xef\xbb\xbf", 3) == 0)
+			s += 3;
+		while (s < e && is_space(*s))
+			s++;
+		if (s == e || *s == ';' || *s == '#')
+			continue;
+		/* An inline comment starts at whitespace then ';'. */
+		for (c = s + 1; c < e; c++)
+			if (*c == ';' && is_space(c[-1]))
+				break;
+		e = c;
+		while (e > s && (is_space(e[-1]) || e[-1] == '\r'))
+			e--;
+		for (c = s; c < e; c++)
+			if ((unsigned char)*c < 0x20 && *c != '\t')
+				break;
+		if (c < e) {
+			perr(ps, "control character in line");
+			continue;
+		}
+		if (*s == '[') {
+			if (e[-1] != ']' || e - s < 2) {
+				perr(ps, "bad section header: missing ']'");
+				ps->sect = SECT_SKIP;
+				continue;
+			}
+			s++;
+			e--;
+			while (s < e && is_space(*s))
+				s++;
+			while (e > s && is_space(e[-1]))
+				e--;
+			section_start(ps, s, (size_t)(e - s));
+			continue;
+		}
+		eq = memchr(s, '=', (size_t)(e - s));
+		if (eq == NULL) {
+			perr(ps, "expected 'key = value' or '[section]'");
+			continue;
+		}
+		k = s;
+		ke = eq;
+		while (ke > k && is_space(ke[-1]))
+			ke--;
+		v = eq + 1;
+		while (v < e && is_space(*v))
+			v++;
+		klen = (size_t)(ke - k);
+		vlen = (size_t)(e - v);
+		for (i = 0; i < klen; i++)
+			if (!valid_key_char((unsigned char)k[i]))
+				break;
+		if (klen == 0 || klen > KEY_MAX || i < klen) {
+			char q[400];
+
+			perr(ps, "bad key name '%s'", quote(k, klen, q,
+			    sizeof(q)));
+			continue;
+		}
+		if (num < 4 || klen + 1 + vlen + 2 > (size_t)num) {
+			perr(ps, "line too long (at most %d bytes of key and "
+			    "value)", num < 4 ? 0 : num - 3);
+			continue;
+		}
+		memcpy(ps->key, k, klen);
+		ps->key[klen] = '\0';
+		/* inih sees "key=value": nothing left for it to interpret. */
+		memcpy(str, k, klen);
+		str[klen] = '=';
+		memcpy(str + klen + 1, v, vlen);
+		str[klen + 1 + vlen] = '\n';
+		str[klen + 2 + vlen] = '\0';
+		return str;
+	}
+}
+
+/*
+ * The inih handler.  inih's section and name are not used: the reader
+ * tracked the section, and kept the key untruncated (inih cuts names at
+ * 49 bytes; [hosts] keys are DNS names).
+ */
+static int
+cfg_handler(void *arg, const char *section, const char *name,
+    const char *value)
+{
+	struct parse *ps = arg;
+	const struct key *k;
+	char q[400];
+	void *base;
+	size_t ki;
+
+	(void)section;
+	(void)name;
+	switch (ps->sect) {
+	case SECT_NONE:
+		perr(ps, "key '%s' outside any section",
+		    quote(ps->key, strlen(ps->key), q, sizeof(q)));
+		return 1;
+	case SECT_SKIP:
+		return 1;
+	case SECT_HOSTS:
+		hosts_entry(ps, ps->key, value);
+		return 1;
+	case SECT_PROXY:
+	case SECT_PHASE:
+		break;
+	}
+	k = key_find(ps->sect == SECT_PROXY ? KS_PROXY : KS_PHASE, ps->key);
+	if (k == NULL) {
+		perr(ps, "unknown key '%s' in %s", quote(ps->key,
+		    strlen(ps->key), q, sizeof(q)), ps->sectname);
+		return 1;
+	}
+	ki = (size_t)(k - keys);
+	if (!(k->flags & KF_REPEAT) && ps->seen[ki]) {
+		perr(ps, "duplicate key '%s' in %s (first at line %d)",
+		    k->name, ps->sectname, ps->seen[ki]);
+		return 1;
+	}
+	if (!ps->seen[ki])
+		ps->seen[ki] = ps->line;
+	if (k->sect == KS_PHASE)
+		base = &ps->cfg->phases[ps->phase];
+	else
+		base = ps->cfg;
+	key_set(ps, k, base, value);
+	return 1;
+}
+
+static struct eg_cfg *
+cfg_new(const char *fname)
+{
+	struct eg_cfg *cfg;
+
+	cfg = calloc(1, sizeof(*cfg));
+	if (cfg == NULL)
+		return NULL;
+	cfg->refs = 1;
+	cfg->file = strdup(fname);
+	cfg->audit_log = strdup("-");
+	cfg->ports = calloc(1, sizeof(*cfg->ports));
+	if (cfg->file == NULL || cfg->audit_log == NULL ||
+	    cfg->ports == NULL) {
+		eg_cfg_unref(cfg);
+		return NULL;
+	}
+	cfg->ports[0] = 443;
+	cfg->nports = 1;
+	cfg->unix_mode = 0660;
+	cfg->admin_mode = 0600;
+	cfg->audit_ring = 1024;
+	cfg->audit_json = 0;
+	cfg->deny_private = 1;
+	cfg->plain_http = 1;
+	cfg->close_on_phase_change = 1;
+	cfg->sni_check = 1;
+	cfg->connect_timeout_ms = 10 * 1000;
+	cfg->header_timeout_ms = 10 * 1000;
+	cfg->idle_timeout_ms = 300 * 1000;
+	cfg->max_connections = 4096;
+	cfg->max_connections_per_client = 256;
+	cfg->max_header_bytes = 16384;
+	cfg->workers = 0;
+	return cfg;
+}
+
+static int
+pin_cmp(const void *a, const void *b)
+{
+	const struct eg_pin *pa = a, *pb = b;
+
+	return strcmp(pa->name, pb->name);
+}
+
+static int
+admin_is_tcp(const char *admin)
+{
+	return admin != NULL && strchr(admin, '/') == NULL;
+}
+
+struct eg_cfg *
+eg_cfg_parse(const char *text, size_t len, const char *fname,
+    struct eg_errs *errs)
+{
+	struct sockaddr_storage ss;
+	struct parse ps;
+	struct eg_cfg *cfg;
+	socklen_t sslen;
+	size_t i;
+	int rc, admin_line;
+
+	if (fname == NULL)
+		fname = "(config)";
+	memset(&ps, 0, sizeof(ps));
+	ps.fname = fname;
+	ps.errs = errs;
+	ps.p = text;
+	ps.end = text + len;
+	cfg = cfg_new(fname);
+	if (cfg == NULL) {
+		eg_errs_add(errs, "%s:0: out of memory", fname);
+		return NULL;
+	}
+	ps.cfg = cfg;
+
+	rc = ini_parse_stream(cfg_reader, &ps, cfg_handler, &ps);
+	if (rc != 0 && ps.nerr == 0)
+		perr(&ps, rc == -2 ? "out of memory" : "cannot parse line");
+
+	if (ps.line == 0)
+		ps.line = 1;
+	if (cfg->nphases == 0)
+		perr(&ps, "no phase defined: add a [phase:NAME] section");
+	else if (cfg->phase != NULL) {
+		if (eg_cfg_phase(cfg, cfg->phase) == NULL)
+			perr_at(&ps, ps.seen[key_find(KS_PROXY, "phase") -
+			    keys], "phase '%s' does not exist", cfg->phase);
+	} else {
+		cfg->phase = strdup(cfg->phases[0].name);
+		if (cfg->phase == NULL)
+			perr(&ps, "out of memory");
+	}
+	admin_line = ps.seen[key_find(KS_PROXY, "admin") - keys];
+	if (admin_is_tcp(cfg->admin) && cfg->admin_token_file == NULL)
+		perr_at(&ps, admin_line, "admin on TCP (%s) requires "
+		    "admin_token_file", cfg->admin);
+	if (cfg->nlisten == 0) {
+		if (parse_ipport(DEFAULT_LISTEN, strlen(DEFAULT_LISTEN), 0,
+		    &ss, &sslen) == -1)
+			perr(&ps, "internal error: default listener");
+		else
+			add_listen(&ps, EG_LISTEN_TCP, DEFAULT_LISTEN, &ss,
+			    sslen, LINE_DEFAULT);
+	}
+	for (i = 0; i < cfg->nphases; i++)
+		if (eg_phase_finish(&cfg->phases[i]) == -1)
+			perr_at(&ps, cfg->phases[i].line, "out of memory");
+	if (cfg->npins > 1)
+		qsort(cfg->pins, cfg->npins, sizeof(*cfg->pins), pin_cmp);
+	free(ps.pin_line);
+	if (ps.nerr != 0) {
+		eg_cfg_unref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+struct eg_cfg *
+eg_cfg_load(const char *path, struct eg_errs *errs)
+{
+	struct eg_cfg *cfg;
+	struct stat st;
+	char *buf;
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		eg_errs_add(errs, "%s: cannot open: %s", path,
+		    strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		eg_errs_add(errs, "%s: cannot open: %s", path,
+		    S_ISREG(st.st_mode) ? strerror(errno) :
+		    "not a regular file");
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > CFG_FILE_MAX) {
+		eg_errs_add(errs, "%s: cannot open: larger than %d bytes",
+		    path, CFG_FILE_MAX);
+		close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		eg_errs_add(errs, "%s: cannot open: out of memory", path);
+		close(fd);
+		return NULL;
+	}
+	/* The size may change under us: never read past the buffer. */
+	while (off < (size_t)st.st_size) {
+		n = read(fd, buf + off, (size_t)st.st_size - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			eg_errs_add(errs, "%s: cannot read: %s", path,
+			    strerror(errno));
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	cfg = eg_cfg_parse(buf, off, path, errs);
+	free(buf);
+	return cfg;
+}
+
+struct eg_cfg *
+eg_cfg_default(struct eg_errs *errs)
+{
+	return eg_cfg_parse(eg_cfg_default_text, strlen(eg_cfg_default_text),
+	    "(default)", errs);
+}
+
+int
+eg_cfg_override(struct eg_cfg *cfg, const char *key, const char *value,
+    struct eg_err *err)
+{
+	struct parse ps;
+	const struct key *k;
+	enum eg_listen_kind kind;
+	char q[400];
+	int rc;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.cfg = cfg;
+	ps.fname = cfg->file;
+	ps.err = err;
+	ps.line = 0;
+	if (key == NULL || value == NULL)
+		return eg_err_set(err, EINVAL, "command line: missing value");
+	k = key_find(KS_PROXY, key);
+	if (k == NULL)
+		return perr(&ps, "unknown key '%s'", quote(key, strlen(key),
+		    q, sizeof(q)));
+	if (k->type == K_LISTEN || k->type == K_UNIX) {
+		/* Validate first, so a bad value changes nothing. */
+		struct parse probe = ps;
+		struct eg_cfg tmp;
+
+		memset(&tmp, 0, sizeof(tmp));
+		probe.cfg = &tmp;
+		rc = key_set(&probe, k, &tmp, value);
+		free_listen(tmp.listen);
+		free(tmp.listen);
+		if (rc == -1)
+			return -1;
+		kind = k->type == K_LISTEN ? EG_LISTEN_TCP : EG_LISTEN_UNIX;
+		drop_listeners(cfg, kind);
+	}
+	return key_set(&ps, k, cfg, value);
+}
+
+int
+eg_cfg_check(const struct eg_cfg *cfg, struct eg_errs *errs)
+{
+	int rc = 0;
+
+	if (cfg->phase == NULL || eg_cfg_phase(cfg, cfg->phase) == NULL)
+		rc = eg_errs_add(errs, "%s:0: phase '%s' does not exist",
+		    cfg->file, cfg->phase ? cfg->phase : "");
+	if (admin_is_tcp(cfg->admin) && cfg->admin_token_file == NULL)
+		rc = eg_errs_add(errs, "%s:0: admin on TCP (%s) requires "
+		    "admin_token_file", cfg->file, cfg->admin);
+	if (cfg->nlisten == 0)
+		rc = eg_errs_add(errs, "%s:0: no listener", cfg->file);
+	return rc;
+}
+
+void
+eg_cfg_ref(struct eg_cfg *cfg)
+{
+	__atomic_add_fetch(&cfg->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void
+free_listen(struct eg_listen *l)
+{
+	if (l != NULL)
+		free(l->text);
+}
+
+void
+eg_cfg_unref(struct eg_cfg *cfg)
+{
+	size_t i;
+
+	if (cfg == NULL)
+		return;
+	if (__atomic_sub_fetch(&cfg->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (i = 0; i < cfg->nlisten; i++)
+		free_listen(&cfg->listen[i]);
+	free(cfg->listen);
+	for (i = 0; i < cfg->npins; i++) {
+		free(cfg->pins[i].name);
+		free(cfg->pins[i].addr);
+	}
+	free(cfg->pins);
+	for (i = 0; i < cfg->nphases; i++)
+		eg_phase_clear(&cfg->phases[i]);
+	free(cfg->phases);
+	free(cfg->file);
+	free(cfg->admin);
+	free(cfg->admin_token_file);
+	free(cfg->audit_log);
+	free(cfg->phase);
+	free(cfg->ports);
+	free(cfg->dns_servers);
+	free(cfg);
+}
+
+const struct eg_phase *
+eg_cfg_phase(const struct eg_cfg *cfg, const char *name)
+{
+	size_t i;
+
+	if (name == NULL)
+		return NULL;
+	for (i = 0; i < cfg->nphases; i++)
+		if (strcmp(cfg->phases[i].name, name) == 0)
+			return &cfg->phases[i];
+	return NULL;
+}
+
+const struct eg_pin *
+eg_cfg_pin(const struct eg_cfg *cfg, const struct eg_host *h)
+{
+	struct eg_pin key;
+
+	if (h->kind != EG_HOST_NAME || cfg->npins == 0)
+		return NULL;
+	key.name = (char *)(uintptr_t)h->name;
+	return bsearch(&key, cfg->pins, cfg->npins, sizeof(*cfg->pins),
+	    pin_cmp);
+}

@@ -1,0 +1,101 @@
+/*
+ * cfg.h: the configuration snapshot.  A snapshot is built and fully
+ * validated from an INI text (inih, through our own line reader so every
+ * error has its line), then never changes; it is reference-counted so a
+ * reload can swap it while connections still point at the old one.
+ */
+#ifndef EG_CFG_H
+#define EG_CFG_H
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "host.h"
+#include "policy.h"
+
+enum eg_listen_kind { EG_LISTEN_TCP, EG_LISTEN_UNIX };
+
+struct eg_listen {
+	enum eg_listen_kind	kind;
+	char			*text;	/* as written: "127.0.0.1:3128", path */
+	struct sockaddr_storage	 ss;	/* TCP: the parsed address */
+	socklen_t		 sslen;
+	int			 line;	/* 0: command line */
+};
+
+struct eg_pin {				/* one [hosts] entry */
+	char			*name;	/* normalised */
+	size_t			 naddr;
+	struct sockaddr_storage	*addr;	/* port 0; the caller sets it */
+};
+
+struct eg_cfg {
+	unsigned	 refs;		/* atomic; see eg_cfg_ref() */
+	char		*file;		/* as given; "(default)" if embedded */
+
+	struct eg_listen *listen;	size_t nlisten;
+	mode_t		 unix_mode;
+	char		*admin;		/* path or ADDR:PORT; NULL: default */
+	mode_t		 admin_mode;
+	char		*admin_token_file;
+	unsigned	 audit_ring;
+	char		*audit_log;	/* "-" = stdout */
+	int		 audit_json;
+	char		*phase;		/* initial phase name */
+	uint16_t	*ports;		size_t nports;
+	int		 deny_private;
+	int		 plain_http;
+	int		 close_on_phase_change;	/* on_phase_change = close */
+	int		 sni_check;
+	unsigned	 connect_timeout_ms;
+	unsigned	 header_timeout_ms;
+	unsigned	 idle_timeout_ms;
+	unsigned	 max_connections;
+	unsigned	 max_connections_per_client;
+	unsigned	 max_header_bytes;
+	char		*dns_servers;	/* "ip:port,ip:port" or NULL */
+	unsigned	 workers;	/* 0 = one per CPU */
+
+	struct eg_pin	*pins;		size_t npins;
+	struct eg_phase	*phases;	size_t nphases;
+};
+
+/*
+ * Parse len bytes of INI text; fname names it in messages.  Returns a
+ * snapshot with refs = 1, or NULL with every problem appended to errs as
+ * "FILE:LINE: message".  Defaults apply to keys not given; with no
+ * listener at all, 127.0.0.1:3128.
+ */
+struct eg_cfg	*eg_cfg_parse(const char *text, size_t len, const char *fname,
+		    struct eg_errs *errs);
+/* Read and parse a file ("FILE: cannot open: reason" on failure). */
+struct eg_cfg	*eg_cfg_load(const char *path, struct eg_errs *errs);
+/* The embedded default (conf/default.ini, compiled in). */
+struct eg_cfg	*eg_cfg_default(struct eg_errs *errs);
+extern const char eg_cfg_default_text[];
+
+/*
+ * Apply a command-line override before use: key is "listen", "unix",
+ * "admin", "phase", "audit_log" or "audit_format".  The first "listen"
+ * (or "unix") replaces the file's listeners of that kind; later ones
+ * add.  Returns 0 or -1 with err set.
+ */
+int		 eg_cfg_override(struct eg_cfg *, const char *key,
+		    const char *value, struct eg_err *err);
+/* Checks that need the whole snapshot (the initial phase exists, ...). */
+int		 eg_cfg_check(const struct eg_cfg *, struct eg_errs *errs);
+
+void		 eg_cfg_ref(struct eg_cfg *);
+void		 eg_cfg_unref(struct eg_cfg *);	/* frees at zero; NULL ok */
+
+const struct eg_phase *eg_cfg_phase(const struct eg_cfg *, const char *name);
+const struct eg_pin   *eg_cfg_pin(const struct eg_cfg *,
+		    const struct eg_host *h);
+
+/* The key table, for documentation checks: NULL-terminated names. */
+extern const char *const eg_cfg_keys[];
+
+#endif

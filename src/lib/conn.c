@@ -1,0 +1,1663 @@
+/*
+ * conn.c: the lifecycle of one client connection, from the first byte of
+ * its request head to the CLOSE line of its tunnel.  Every event (socket
+ * readiness, timer, DNS answer) ends in conn_step(), which advances the
+ * state machine until something would block; conn_set_state() is the only
+ * writer of c->state and arms the state's timer.  A verdict is written to
+ * the audit log by conn_verdict() before any reply byte is queued.
+ */
+#include "egress-int.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "addrclass.h"
+#include "audit.h"
+#include "dns.h"
+#include "host.h"
+#include "policy.h"
+#include "proxy.h"
+#include "reqparse.h"
+#include "sni.h"
+
+#define TUNBUF		16384		/* a pending buffer per direction */
+#define BUFPOOL_MAX	256
+#define LINGER_MS	2000		/* drain after a refusal */
+#define SNIBUF		EG_SNI_BUF_MAX
+
+enum eg_cstate {
+	EG_CS_HEAD,		/* reading the request head; header_timeout */
+	EG_CS_RESOLVING,	/* waiting for DNS; no fd interest */
+	EG_CS_CONNECTING,	/* connect() in flight; connect_timeout */
+	EG_CS_REPLYING,		/* verdict logged; flushing our reply */
+	EG_CS_SNI,		/* holding client bytes for the ClientHello */
+	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
+	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
+	EG_CS_LINGER,		/* refusal sent; draining the client */
+	EG_CS_DEAD		/* unlinked; on the worker's dead list */
+};
+
+enum eg_io_res { IO_OK, IO_AGAIN, IO_DONE };
+
+struct pend {				/* bytes read but not yet written */
+	uint8_t		*buf;
+	size_t		 off, len;
+};
+
+/* The request head and its parse; released once a tunnel opens. */
+struct head {
+	size_t		 len, scan;
+	struct eg_req	 req;
+	uint8_t		 buf[];		/* max_header_bytes */
+};
+
+/* Plain-HTTP response framing, for one forwarded request. */
+struct fwd {
+	int64_t		 req_left;	/* request body bytes still to send */
+	struct eg_chunk	 req_chunk;
+	int		 req_chunked, req_done;
+	int		 resp_head_done, resp_done, resp_eof_delim;
+	int64_t		 resp_left;
+	struct eg_chunk	 resp_chunk;
+	int		 resp_chunked, keepalive, is_head;
+	size_t		 rlen;
+	struct eg_resp	 resp;
+	uint8_t		 rbuf[];	/* response head, max_header_bytes */
+};
+
+struct eg_conn {
+	struct eg_worker	*w;
+	struct egress		*ex;
+	struct eg_conn		*prev, *next;
+	struct eg_cfg		*cfg;		/* the snapshot it was decided
+						   under (a reference) */
+	struct eg_session	*sess;
+	enum eg_cstate		 state;
+	uint64_t		 id;
+	uint64_t		 gen;		/* sess->gen at decision */
+	int64_t			 t0;		/* wall ms at ALLOW */
+	uint64_t		 last;		/* loop ms of last activity */
+	struct eg_io		 cio, uio;
+	struct eg_timer		 tmo;
+	char			 client[64];
+	struct sockaddr_storage	 cpeer;		/* for the per-client cap */
+	int			 counted;	/* holds a per-client slot */
+
+	struct head		*h;		/* until the tunnel opens */
+	struct fwd		*f;
+	struct eg_host		 host;		/* the request's target */
+	uint16_t		 port;
+	int			 kept;		/* plain HTTP: between requests */
+	const char		*method;	/* static or in h */
+	const struct eg_rule	*rule;
+	int			 report;
+	int			 trusted;	/* addresses the operator wrote */
+	struct sockaddr_storage	 addrs[EG_DNS_MAXADDR];
+	size_t			 naddr, ai;
+	char			 addr[INET6_ADDRSTRLEN];
+	int			 dns_pending, dns_done, in_step;
+	int			 dns_status;
+	char			 dns_reason[64];
+
+	struct pend		 c2u, u2c;
+	int			 c_eof, u_eof;	/* read side saw EOF */
+	int			 c_wshut, u_wshut;
+	uint64_t		 up, down;
+	int			 allowed;	/* ALLOW written: owes a CLOSE */
+	int			 decided;	/* a verdict was written */
+	int			 close_after;	/* close once u2c is flushed */
+	enum eg_end		 end;
+	char			 sni[256];
+};
+
+const char *const eg_reason_name[] = {
+	"-", "not_allowed", "port_not_allowed", "private_address",
+	"bad_request", "timeout", "dns_failure", "connect_failed",
+	"connect_timeout", "too_many_connections", "loop", "shutdown"
+};
+
+const char *const eg_end_name[] = {
+	"-", "client_closed", "upstream_closed", "idle_timeout",
+	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error"
+};
+
+static void	conn_step(struct eg_conn *);
+static void	conn_close(struct eg_conn *, enum eg_end);
+static void	conn_cio(void *, uint32_t);
+static void	conn_uio(void *, uint32_t);
+static void	conn_timeout(void *);
+
+/* --- buffers -------------------------------------------------------------- */
+
+static uint8_t *
+buf_get(struct eg_worker *w)
+{
+	void *b = w->bufpool;
+
+	if (b != NULL) {
+		w->bufpool = *(void **)b;
+		w->nbufpool--;
+		return b;
+	}
+	return malloc(TUNBUF);
+}
+
+static void
+buf_put(struct eg_worker *w, uint8_t *b)
+{
+	if (b == NULL)
+		return;
+	if (w->nbufpool >= BUFPOOL_MAX) {
+		free(b);
+		return;
+	}
+	*(void **)b = w->bufpool;
+	w->bufpool = b;
+	w->nbufpool++;
+}
+
+static void
+pend_release(struct eg_conn *c, struct pend *p)
+{
+	buf_put(c->w, p->buf);
+	p->buf = NULL;
+	p->off = p->len = 0;
+}
+
+/* Queue bytes for the client (reply text, response heads). */
+static int
+pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
+{
+	if (p->buf == NULL && (p->buf = buf_get(c->w)) == NULL)
+		return -1;
+	if (p->off > 0 && p->off == p->len)
+		p->off = p->len = 0;
+	if (TUNBUF - p->len < n)
+		return -1;
+	memcpy(p->buf + p->len, d, n);
+	p->len += n;
+	return 0;
+}
+
+/* Write what is pending on p to fd.  IO_OK when empty, IO_AGAIN, IO_DONE
+ * on a write error (peer gone). */
+static enum eg_io_res
+pend_flush(struct eg_conn *c, struct pend *p, int fd)
+{
+	ssize_t n;
+
+	while (p->buf != NULL && p->off < p->len) {
+		n = send(fd, p->buf + p->off, p->len - p->off, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return IO_AGAIN;
+			return IO_DONE;
+		}
+		p->off += (size_t)n;
+	}
+	pend_release(c, p);
+	return IO_OK;
+}
+
+/* --- state ------------------------------------------------------------------ */
+
+static void
+conn_set_state(struct eg_conn *c, enum eg_cstate to)
+{
+	struct eg_loop *loop = c->w->loop;
+
+	if (c->state == to)
+		return;
+	c->state = to;
+	switch (to) {
+	case EG_CS_HEAD:
+		eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
+		break;
+	case EG_CS_CONNECTING:
+		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+		break;
+	case EG_CS_SNI:
+	case EG_CS_TUNNEL:
+	case EG_CS_FORWARD:
+		c->last = eg_loop_now(loop);
+		eg_timer_arm(loop, &c->tmo, c->cfg->idle_timeout_ms);
+		break;
+	case EG_CS_LINGER:
+		eg_timer_arm(loop, &c->tmo, LINGER_MS);
+		break;
+	default:
+		eg_timer_stop(loop, &c->tmo);
+		break;
+	}
+}
+
+/* Recompute fd interest from state and buffer levels. */
+static void
+conn_interest(struct eg_conn *c)
+{
+	struct eg_loop *loop = c->w->loop;
+	uint32_t ce = 0, ue = 0;
+
+	switch (c->state) {
+	case EG_CS_HEAD:
+	case EG_CS_LINGER:
+		ce = EPOLLIN;
+		break;
+	case EG_CS_RESOLVING:
+	case EG_CS_DEAD:
+		break;
+	case EG_CS_CONNECTING:
+		ue = EPOLLOUT;
+		break;
+	case EG_CS_REPLYING:
+		ce = EPOLLOUT;
+		break;
+	case EG_CS_SNI:
+	case EG_CS_TUNNEL:
+	case EG_CS_FORWARD:
+		if (c->u2c.buf != NULL && c->u2c.off < c->u2c.len)
+			ce |= EPOLLOUT;
+		else if (!c->u_eof && c->uio.fd != -1 &&
+		    !(c->state == EG_CS_FORWARD && c->f->resp_done))
+			ue |= EPOLLIN;
+		if (c->c2u.buf != NULL && c->c2u.off < c->c2u.len &&
+		    c->state != EG_CS_SNI)
+			ue |= EPOLLOUT;
+		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
+		    c->f->req_done))
+			ce |= EPOLLIN;
+		break;
+	}
+	if (c->cio.fd != -1)
+		eg_io_set(loop, &c->cio, ce);
+	if (c->uio.fd != -1)
+		eg_io_set(loop, &c->uio, ue);
+}
+
+/* --- verdicts --------------------------------------------------------------- */
+
+static void
+conn_event(struct eg_conn *c, struct egress_event *ev,
+    enum egress_event_type t)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = t;
+	ev->id = c->id;
+	ev->client = c->client;
+	ev->method = c->method;
+	ev->session = c->sess->is_default ? NULL : c->sess->name;
+	if (c->host.len > 0) {
+		ev->host = c->host.name;
+		ev->port = c->port;
+	}
+}
+
+/*
+ * Write the reply for a refusal.  The audit line is already written; the
+ * reply goes out, then the write side is shut and the client drained
+ * (so the reply is not lost to a reset).
+ */
+static void
+conn_refuse(struct eg_conn *c, int status, const char *verdict,
+    const char *body)
+{
+	static const struct { int code; const char *text; } st[] = {
+		{ 400, "Bad Request" }, { 403, "Forbidden" },
+		{ 408, "Request Timeout" }, { 431,
+		    "Request Header Fields Too Large" },
+		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" }
+	};
+	const char *text = "Error";
+	char reply[1024];
+	size_t i;
+	int n;
+
+	for (i = 0; i < nitems(st); i++)
+		if (st[i].code == status)
+			text = st[i].text;
+	n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "X-Egressd-Verdict: %s\r\nContent-Length: %zu\r\n\r\n%s\n",
+	    status, text, verdict, strlen(body) + 1, body);
+	if (n < 0 || (size_t)n >= sizeof(reply))
+		n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
+		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
+		    status, text);
+	if (c->uio.fd != -1) {
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	pend_release(c, &c->c2u);
+	pend_append(c, &c->u2c, reply, (size_t)n);
+	c->close_after = 1;
+	conn_set_state(c, EG_CS_REPLYING);
+}
+
+/* BLOCK or FAIL: one audit line, then the reply. */
+static void
+conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
+    int status, const char *body)
+{
+	struct egress_event ev;
+	char phase[64];
+
+	conn_event(c, &ev, t);
+	ev.reason = eg_reason_name[r];
+	pthread_rwlock_rdlock(&c->ex->lock);
+	snprintf(phase, sizeof(phase), "%s", c->sess->phase->name);
+	ev.phase = phase;
+	eg_emit(c->ex, &ev);
+	pthread_rwlock_unlock(&c->ex->lock);
+	c->decided = 1;
+	conn_refuse(c, status, t == EGRESS_EV_FAIL ? "FAIL" : "BLOCK", body);
+}
+
+static void
+conn_bad(struct eg_conn *c, int status, const char *why)
+{
+	char body[256];
+
+	snprintf(body, sizeof(body), "egressd: bad request: %s", why);
+	conn_deny(c, EGRESS_EV_BLOCK, status == 408 ? EG_R_TIMEOUT :
+	    EG_R_BAD_REQUEST, status, body);
+}
+
+static void
+conn_policy_refusal(struct eg_conn *c, enum eg_match m, const char *phase)
+{
+	char body[512];
+
+	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
+		snprintf(body, sizeof(body), "egressd: port %u is not allowed "
+		    "for %s in phase %s", c->port, c->host.name, phase);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_PORT_NOT_ALLOWED, 403, body);
+	} else {
+		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
+		    "in phase %s", c->host.name, c->port, phase);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403, body);
+	}
+}
+
+/*
+ * Match the request against the session's current phase (caller holds
+ * the lock).  Sets c->rule / c->report; returns the match.
+ */
+static enum eg_match
+conn_match(struct eg_conn *c)
+{
+	const struct eg_cfg *cfg = c->ex->cfg;
+	enum eg_match m;
+
+	c->rule = NULL;
+	c->report = 0;
+	m = eg_phase_match(c->sess->phase, &c->host, c->port, cfg->ports,
+	    cfg->nports, &c->rule);
+	if (m != EG_MATCH_ALLOW && c->sess->phase->report) {
+		c->report = 1;
+		c->rule = NULL;
+		m = EG_MATCH_ALLOW;
+	}
+	return m;
+}
+
+/* Take a reference on the current snapshot (caller holds the lock). */
+static void
+conn_adopt_cfg(struct eg_conn *c)
+{
+	if (c->cfg != c->ex->cfg) {
+		eg_cfg_ref(c->ex->cfg);
+		eg_cfg_unref(c->cfg);
+		c->cfg = c->ex->cfg;
+	}
+}
+
+/*
+ * The upstream is connected: decide for the last time (the phase may have
+ * changed while we resolved and connected), write ALLOW, queue the 200.
+ * Returns 0, or -1 if the request was refused after all.
+ */
+static int
+conn_allow(struct eg_conn *c)
+{
+	struct egress_event ev;
+	enum eg_match m;
+	char phase[64];
+
+	pthread_rwlock_rdlock(&c->ex->lock);
+	if (c->gen != c->sess->gen) {
+		conn_adopt_cfg(c);
+		c->gen = c->sess->gen;
+		m = conn_match(c);
+		if (m != EG_MATCH_ALLOW) {
+			snprintf(phase, sizeof(phase), "%s",
+			    c->sess->phase->name);
+			pthread_rwlock_unlock(&c->ex->lock);
+			conn_policy_refusal(c, m, phase);
+			return -1;
+		}
+	}
+	conn_event(c, &ev, EGRESS_EV_ALLOW);
+	ev.phase = c->sess->phase->name;
+	ev.addr = c->addr;
+	ev.rule = c->rule ? c->rule->text : NULL;
+	ev.report = c->report ? "not_allowed" : NULL;
+	eg_emit(c->ex, &ev);
+	pthread_rwlock_unlock(&c->ex->lock);
+	c->decided = 1;
+	c->allowed = 1;
+	c->t0 = eg_wall_ms();
+	return 0;
+}
+
+/* --- head ----------------------------------------------------------------- */
+
+/* The raw request-target of a head we could not parse, for the log. */
+static void
+conn_raw_target(struct eg_conn *c)
+{
+	const uint8_t *p = c->h->buf, *e = p + c->h->len, *sp, *t;
+	struct eg_host *hh = &c->host;
+	size_t n;
+
+	hh->len = 0;
+	c->port = 0;
+	if ((sp = memchr(p, ' ', c->h->len)) == NULL)
+		return;
+	t = sp + 1;
+	for (n = 0; t + n < e && t[n] != ' ' && t[n] != '\r' &&
+	    t[n] != '\n'; n++)
+		;
+	if (n == 0)
+		return;
+	if (n > EG_HOST_MAX)
+		n = EG_HOST_MAX;
+	memcpy(hh->name, t, n);
+	hh->name[n] = '\0';
+	hh->len = n;
+}
+
+static void	conn_decide(struct eg_conn *);
+
+static enum eg_io_res
+conn_do_head(struct eg_conn *c)
+{
+	struct head *h = c->h;
+	enum eg_parse r;
+	const char *why = "malformed request";
+	size_t cap = c->cfg->max_header_bytes, hl;
+	ssize_t n;
+
+	for (;;) {
+		if (h->len > 0) {
+			r = eg_head_scan(h->buf, h->len, &h->scan, &hl);
+			if (r == EG_PARSE_OK)
+				break;
+			if (r == EG_PARSE_BAD) {
+				conn_raw_target(c);
+				conn_bad(c, 400, "malformed request head");
+				return IO_OK;
+			}
+		}
+		if (h->len == cap) {
+			conn_raw_target(c);
+			conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 431,
+			    "egressd: request headers too large");
+			return IO_OK;
+		}
+		n = recv(c->cio.fd, h->buf + h->len, cap - h->len, 0);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return IO_AGAIN;
+			n = 0;
+		}
+		if (n == 0) {
+			/* gone before a complete request: nothing to log
+			 * unless it had started one */
+			c->c_eof = 1;
+			if (h->len > 0) {
+				conn_raw_target(c);
+				conn_bad(c, 400, "incomplete request head");
+				return IO_OK;
+			}
+			conn_close(c, EG_END_CLIENT_CLOSED);
+			return IO_DONE;
+		}
+		h->len += (size_t)n;
+	}
+	memset(&h->req, 0, sizeof(h->req));
+	r = eg_req_parse(h->buf, hl, &h->req, &why);
+	if (r == EG_PARSE_TOOBIG) {
+		conn_raw_target(c);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 431,
+		    "egressd: too many request headers");
+		return IO_OK;
+	}
+	if (r != EG_PARSE_OK) {
+		conn_raw_target(c);
+		conn_bad(c, 400, why ? why : "malformed request");
+		return IO_OK;
+	}
+	h->req.head_len = hl;
+	c->method = h->req.method;
+	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
+		conn_bad(c, 400, "plain HTTP forwarding is disabled");
+		return IO_OK;
+	}
+	c->host = h->req.host;
+	c->port = h->req.port;
+	c->kept = 0;
+	conn_decide(c);
+	return IO_OK;
+}
+
+/* --- decision, resolution, connection ------------------------------------ */
+
+static void	conn_dns_done(void *, int, const char *,
+		    const struct sockaddr_storage *, size_t);
+
+static void
+conn_decide(struct eg_conn *c)
+{
+	const struct eg_req *q = &c->h->req;
+	const struct eg_pin *pin;
+	struct sockaddr_in *s4;
+	struct sockaddr_in6 *s6;
+	enum eg_match m;
+	char phase[64];
+
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_adopt_cfg(c);
+	c->gen = c->sess->gen;
+	m = conn_match(c);
+	snprintf(phase, sizeof(phase), "%s", c->sess->phase->name);
+	pthread_rwlock_unlock(&c->ex->lock);
+	if (m != EG_MATCH_ALLOW) {
+		conn_policy_refusal(c, m, phase);
+		return;
+	}
+	c->naddr = c->ai = 0;
+	/* operator-written addresses are trusted; a report-mode pass is not */
+	switch (q->host.kind) {
+	case EG_HOST_V4:
+		s4 = (struct sockaddr_in *)&c->addrs[0];
+		memset(&c->addrs[0], 0, sizeof(c->addrs[0]));
+		s4->sin_family = AF_INET;
+		s4->sin_addr = q->host.ip.v4;
+		c->naddr = 1;
+		c->trusted = !c->report;
+		break;
+	case EG_HOST_V6:
+		s6 = (struct sockaddr_in6 *)&c->addrs[0];
+		memset(&c->addrs[0], 0, sizeof(c->addrs[0]));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = q->host.ip.v6;
+		c->naddr = 1;
+		c->trusted = !c->report;
+		break;
+	case EG_HOST_NAME:
+		pin = eg_cfg_pin(c->cfg, &q->host);
+		if (pin != NULL) {
+			c->naddr = pin->naddr < EG_DNS_MAXADDR ? pin->naddr :
+			    EG_DNS_MAXADDR;
+			memcpy(c->addrs, pin->addr,
+			    c->naddr * sizeof(c->addrs[0]));
+			c->trusted = 1;
+			break;
+		}
+		c->trusted = 0;
+		conn_set_state(c, EG_CS_RESOLVING);
+		c->dns_pending = 1;
+		c->dns_done = 0;
+		eg_dns_lookup(c->w->dns, q->host.name, conn_dns_done, c);
+		return;
+	}
+	c->dns_done = 1;
+	c->dns_status = 0;
+	conn_set_state(c, EG_CS_RESOLVING);
+}
+
+static void
+conn_dns_done(void *arg, int status, const char *reason,
+    const struct sockaddr_storage *addrs, size_t n)
+{
+	struct eg_conn *c = arg;
+
+	c->dns_pending = 0;
+	if (c->state != EG_CS_RESOLVING)
+		return;		/* closed meanwhile; reaped after the batch */
+	c->dns_done = 1;
+	c->dns_status = status;
+	snprintf(c->dns_reason, sizeof(c->dns_reason), "%s",
+	    reason ? reason : "");
+	if (status == 0) {
+		memcpy(c->addrs, addrs, n * sizeof(addrs[0]));
+		c->naddr = n;
+	}
+	if (!c->in_step)
+		conn_step(c);
+}
+
+static void
+sa_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+static socklen_t
+sa_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6);
+}
+
+static void
+sa_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *a;
+
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else
+		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (inet_ntop(ss->ss_family, a, buf, (socklen_t)len) == NULL)
+		snprintf(buf, len, "?");
+}
+
+/*
+ * Filter the candidate addresses: drop egressd's own listeners (loop) and,
+ * with deny_private, every non-public address that came from DNS.
+ * Returns 0 with at least one left, or the reason for refusing.
+ */
+static enum eg_reason
+conn_filter_addrs(struct eg_conn *c)
+{
+	size_t i, k = 0;
+	int loop = 0, priv = 0;
+
+	for (i = 0; i < c->naddr; i++) {
+		sa_set_port(&c->addrs[i], c->port);
+		if (eg_is_loop(c->ex, (struct sockaddr *)&c->addrs[i])) {
+			loop++;
+			continue;
+		}
+		if (c->cfg->deny_private && !c->trusted &&
+		    eg_sa_private((struct sockaddr *)&c->addrs[i]) != NULL) {
+			priv++;
+			continue;
+		}
+		if (k != i)
+			c->addrs[k] = c->addrs[i];
+		k++;
+	}
+	c->naddr = k;
+	if (k > 0)
+		return EG_R_NONE;
+	return loop ? EG_R_LOOP : EG_R_PRIVATE_ADDRESS;
+}
+
+/* Start a non-blocking connect to the next candidate. */
+static enum eg_io_res
+conn_connect_next(struct eg_conn *c)
+{
+	struct sockaddr_storage *ss;
+	int fd, one = 1;
+
+	while (c->ai < c->naddr) {
+		ss = &c->addrs[c->ai++];
+		sa_text(ss, c->addr, sizeof(c->addr));
+		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)ss, sa_len(ss)) == -1 &&
+		    errno != EINPROGRESS) {
+			close(fd);
+			continue;
+		}
+		eg_io_init(&c->uio, fd, conn_uio, c);
+		return IO_OK;
+	}
+	return IO_DONE;
+}
+
+static void
+conn_fail(struct eg_conn *c, enum eg_reason r)
+{
+	char body[512];
+
+	if (c->uio.fd != -1) {
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	switch (r) {
+	case EG_R_DNS_FAILURE:
+		snprintf(body, sizeof(body), "egressd: cannot resolve %s (%s)",
+		    c->host.name, c->dns_reason);
+		conn_deny(c, EGRESS_EV_FAIL, r, 502, body);
+		break;
+	case EG_R_CONNECT_TIMEOUT:
+		snprintf(body, sizeof(body), "egressd: no connection to %s:%u "
+		    "within %u s", c->host.name, c->port,
+		    c->cfg->connect_timeout_ms / 1000);
+		conn_deny(c, EGRESS_EV_FAIL, r, 504, body);
+		break;
+	case EG_R_PRIVATE_ADDRESS:
+		snprintf(body, sizeof(body), "egressd: %s resolves only to "
+		    "non-public addresses", c->host.name);
+		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
+		break;
+	case EG_R_LOOP:
+		snprintf(body, sizeof(body), "egressd: %s:%u is egressd "
+		    "itself", c->host.name, c->port);
+		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
+		break;
+	default:
+		snprintf(body, sizeof(body), "egressd: cannot connect to "
+		    "%s:%u", c->host.name, c->port);
+		conn_deny(c, EGRESS_EV_FAIL, EG_R_CONNECT_FAILED, 502, body);
+		break;
+	}
+}
+
+static void	conn_forward_begin(struct eg_conn *);
+
+static enum eg_io_res
+conn_do_resolving(struct eg_conn *c)
+{
+	enum eg_reason r;
+
+	if (!c->dns_done)
+		return IO_AGAIN;
+	if (c->dns_status != 0) {
+		conn_fail(c, EG_R_DNS_FAILURE);
+		return IO_OK;
+	}
+	if ((r = conn_filter_addrs(c)) != EG_R_NONE) {
+		conn_fail(c, r);
+		return IO_OK;
+	}
+	if (conn_connect_next(c) != IO_OK) {
+		conn_fail(c, EG_R_CONNECT_FAILED);
+		return IO_OK;
+	}
+	conn_set_state(c, EG_CS_CONNECTING);
+	return IO_AGAIN;
+}
+
+static void
+conn_connected(struct eg_conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	if (conn_allow(c) == -1)
+		return;
+	if (c->h->req.form == EG_REQ_ABSOLUTE) {
+		conn_forward_begin(c);
+		return;
+	}
+	pend_append(c, &c->u2c, ok, sizeof(ok) - 1);
+	conn_set_state(c, EG_CS_REPLYING);
+}
+
+/* Called on EPOLLOUT of the upstream socket while connecting. */
+static enum eg_io_res
+conn_do_connecting(struct eg_conn *c, int writable)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (!writable)
+		return IO_AGAIN;
+	if (getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err == 0) {
+		conn_connected(c);
+		return IO_OK;
+	}
+	eg_io_del(c->w->loop, &c->uio);
+	close(c->uio.fd);
+	c->uio.fd = -1;
+	if (conn_connect_next(c) == IO_OK)
+		return IO_AGAIN;	/* same state; timer keeps running */
+	conn_fail(c, EG_R_CONNECT_FAILED);
+	return IO_OK;
+}
+
+/* --- tunnel ---------------------------------------------------------------- */
+
+/*
+ * Move bytes from src to dst: read into the worker's scratch buffer, write
+ * at once, and keep only what dst would not take (then stop reading src
+ * until it drains: backpressure).  Returns IO_DONE when the tunnel must
+ * end (c->end set), else IO_AGAIN.
+ */
+static enum eg_io_res
+pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
+    int *dst_wshut, uint64_t *count, enum eg_end src_end,
+    enum eg_end dst_end, int64_t *limit)
+{
+	uint8_t *s = c->w->scratch;
+	size_t want;
+	ssize_t n, m;
+	int rounds = 0;
+
+	if (p->buf != NULL && p->off < p->len) {
+		if (pend_flush(c, p, dst) == IO_DONE) {
+			c->end = dst_end;
+			return IO_DONE;
+		}
+		if (p->buf != NULL)
+			return IO_AGAIN;
+	}
+	while (!*src_eof && rounds++ < 4) {
+		if (limit != NULL && *limit == 0)
+			break;
+		want = sizeof(c->w->scratch);
+		if (limit != NULL && *limit > 0 && (uint64_t)*limit < want)
+			want = (size_t)*limit;
+		n = recv(src, s, want, 0);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			c->end = src_end;
+			return IO_DONE;
+		}
+		if (n == 0) {
+			*src_eof = 1;
+			break;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		*count += (uint64_t)n;
+		if (limit != NULL && *limit > 0)
+			*limit -= n;
+		m = send(dst, s, (size_t)n, MSG_NOSIGNAL);
+		if (m == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR) {
+				c->end = dst_end;
+				return IO_DONE;
+			}
+			m = 0;
+		}
+		if (m < n) {
+			if (pend_append(c, p, s + m, (size_t)(n - m)) == -1) {
+				c->end = EG_END_ERROR;
+				return IO_DONE;
+			}
+			break;
+		}
+	}
+	if (*src_eof && !*dst_wshut && (p->buf == NULL)) {
+		shutdown(dst, SHUT_WR);
+		*dst_wshut = 1;
+	}
+	return IO_AGAIN;
+}
+
+static enum eg_io_res
+conn_do_tunnel(struct eg_conn *c)
+{
+	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, &c->u_wshut,
+	    &c->up, EG_END_CLIENT_CLOSED, EG_END_UPSTREAM_CLOSED,
+	    NULL) == IO_DONE ||
+	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, &c->c_wshut,
+	    &c->down, EG_END_UPSTREAM_CLOSED, EG_END_CLIENT_CLOSED,
+	    NULL) == IO_DONE) {
+		conn_close(c, c->end);
+		return IO_DONE;
+	}
+	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
+		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
+		    EG_END_UPSTREAM_CLOSED;
+	if (c->c_eof && c->u_eof && c->c2u.buf == NULL && c->u2c.buf == NULL) {
+		conn_close(c, c->end);
+		return IO_DONE;
+	}
+	return IO_AGAIN;
+}
+
+/*
+ * SNI check: hold the client's first bytes until they are a complete
+ * ClientHello (or clearly not TLS).  Upstream bytes flow meanwhile, for
+ * protocols where the server speaks first.
+ */
+static enum eg_io_res
+conn_do_sni(struct eg_conn *c)
+{
+	struct pend *p = &c->c2u;
+	enum eg_sni r;
+	size_t nlen = 0;
+	ssize_t n;
+
+	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, &c->c_wshut,
+	    &c->down, EG_END_UPSTREAM_CLOSED, EG_END_CLIENT_CLOSED,
+	    NULL) == IO_DONE) {
+		conn_close(c, c->end);
+		return IO_DONE;
+	}
+	if (p->buf == NULL && (p->buf = malloc(SNIBUF)) == NULL) {
+		conn_close(c, EG_END_ERROR);
+		return IO_DONE;
+	}
+	for (;;) {
+		n = recv(c->cio.fd, p->buf + p->len, SNIBUF - p->len, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return IO_AGAIN;
+		if (n <= 0) {
+			/* gone before a full hello: nothing was forwarded */
+			conn_close(c, EG_END_CLIENT_CLOSED);
+			return IO_DONE;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		p->len += (size_t)n;
+		r = eg_sni_parse(p->buf, p->len, c->sni, sizeof(c->sni),
+		    &nlen);
+		if (r == EG_SNI_AGAIN && p->len < SNIBUF)
+			continue;
+		break;
+	}
+	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
+	    c->host.name, c->host.len)) {
+		conn_close(c, EG_END_SNI_MISMATCH);
+		return IO_DONE;
+	}
+	if (r == EG_SNI_BAD || r == EG_SNI_AGAIN) {
+		c->sni[0] = '\0';
+		conn_close(c, EG_END_ERROR);
+		return IO_DONE;
+	}
+	/* the held bytes become the pending upstream data; the hold buffer
+	 * (larger than TUNBUF) then joins the pool like any other */
+	c->sni[0] = '\0';
+	c->up += p->len;
+	conn_set_state(c, EG_CS_TUNNEL);
+	return IO_OK;
+}
+
+static enum eg_io_res
+conn_do_replying(struct eg_conn *c)
+{
+	enum eg_io_res r;
+
+	r = pend_flush(c, &c->u2c, c->cio.fd);
+	if (r == IO_AGAIN)
+		return IO_AGAIN;
+	if (r == IO_DONE) {
+		conn_close(c, EG_END_CLIENT_CLOSED);
+		return IO_DONE;
+	}
+	if (c->close_after) {
+		shutdown(c->cio.fd, SHUT_WR);
+		conn_set_state(c, EG_CS_LINGER);
+		return IO_AGAIN;
+	}
+	/* the 200 is out: the tunnel opens and the head buffer goes away
+	 * (c->host keeps what the CLOSE line needs) */
+	free(c->h);
+	c->h = NULL;
+	if (c->cfg->sni_check)
+		conn_set_state(c, EG_CS_SNI);
+	else
+		conn_set_state(c, EG_CS_TUNNEL);
+	return IO_OK;
+}
+
+static enum eg_io_res
+conn_do_linger(struct eg_conn *c)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->cio.fd, c->w->scratch, sizeof(c->w->scratch), 0);
+		if (n > 0)
+			continue;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return IO_AGAIN;
+		conn_close(c, EG_END_NONE);
+		return IO_DONE;
+	}
+}
+
+/* --- plain HTTP ------------------------------------------------------------ */
+
+static void
+conn_forward_begin(struct eg_conn *c)
+{
+	struct head *h = c->h;
+	struct eg_req *q = &h->req;
+	struct fwd *f;
+	char *out = (char *)c->w->scratch;
+	ssize_t n;
+	size_t extra;
+	int64_t body;
+
+	f = calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
+	if (f == NULL) {
+		conn_close(c, EG_END_ERROR);
+		return;
+	}
+	c->f = f;
+	f->is_head = strcmp(q->method, "HEAD") == 0;
+	f->keepalive = !q->close;
+	/* upstream always gets Connection: close: one request each */
+	n = eg_req_origin_head(h->buf, q, 0, out, sizeof(c->w->scratch));
+	if (n < 0 || pend_append(c, &c->c2u, out, (size_t)n) == -1) {
+		conn_close(c, EG_END_ERROR);
+		return;
+	}
+	/* body bytes already read with the head */
+	extra = h->len - q->head_len;
+	if (q->chunked) {
+		f->req_chunked = 1;
+		eg_chunk_init(&f->req_chunk);
+		f->req_left = -1;
+	} else
+		f->req_left = q->content_length > 0 ? q->content_length : 0;
+	body = 0;
+	if (extra > 0 && !f->req_done) {
+		if (f->req_chunked) {
+			int done = 0;
+			ssize_t k = eg_chunk_feed(&f->req_chunk,
+			    h->buf + q->head_len, extra, &done);
+			if (k < 0) {
+				conn_close(c, EG_END_ERROR);
+				return;
+			}
+			body = k;
+			f->req_done = done;
+		} else {
+			body = (int64_t)extra < f->req_left ? (int64_t)extra :
+			    f->req_left;
+			f->req_left -= body;
+		}
+		if (pend_append(c, &c->c2u, h->buf + q->head_len,
+		    (size_t)body) == -1) {
+			conn_close(c, EG_END_ERROR);
+			return;
+		}
+		c->up += (uint64_t)body;
+	}
+	if (!f->req_chunked && f->req_left == 0)
+		f->req_done = 1;
+	/* keep what follows (a pipelined request) at the buffer start */
+	memmove(h->buf, h->buf + q->head_len + body,
+	    extra - (size_t)body);
+	h->len = extra - (size_t)body;
+	h->scan = 0;
+	conn_set_state(c, EG_CS_FORWARD);
+}
+
+/* Relay the request body: bounded by Content-Length or chunk framing. */
+static enum eg_io_res
+fwd_request(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	uint8_t *s = c->w->scratch;
+	ssize_t n, k;
+	int done = 0;
+
+	if (c->c2u.buf != NULL) {
+		if (pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
+			return IO_DONE;
+		if (c->c2u.buf != NULL)
+			return IO_AGAIN;
+	}
+	while (!f->req_done) {
+		size_t want = TUNBUF;
+
+		if (!f->req_chunked && (uint64_t)f->req_left < want)
+			want = (size_t)f->req_left;
+		n = recv(c->cio.fd, s, want, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return IO_AGAIN;
+		if (n <= 0) {
+			c->c_eof = 1;
+			return IO_DONE;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		if (f->req_chunked) {
+			k = eg_chunk_feed(&f->req_chunk, s, (size_t)n, &done);
+			if (k < 0)
+				return IO_DONE;
+			/* bytes past the body: the next request's head */
+			if (k < n && c->h != NULL) {
+				memcpy(c->h->buf, s + k, (size_t)(n - k));
+				c->h->len = (size_t)(n - k);
+			}
+			n = k;
+			f->req_done = done;
+		} else {
+			f->req_left -= n;
+			if (f->req_left == 0)
+				f->req_done = 1;
+		}
+		c->up += (uint64_t)n;
+		if (pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
+		    pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
+			return IO_DONE;
+		if (c->c2u.buf != NULL)
+			return IO_AGAIN;
+	}
+	return IO_AGAIN;
+}
+
+/* Read the response head, then relay the body as its framing says. */
+static enum eg_io_res
+fwd_response(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	size_t cap = c->cfg->max_header_bytes, hl = 0, scan = 0, extra;
+	char *out = (char *)c->w->scratch;
+	const char *why;
+	enum eg_parse r;
+	ssize_t n, k;
+	int done = 0, ka;
+
+	if (c->u2c.buf != NULL) {
+		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+			c->end = EG_END_CLIENT_CLOSED;
+			return IO_DONE;
+		}
+		if (c->u2c.buf != NULL)
+			return IO_AGAIN;
+	}
+	while (!f->resp_head_done) {
+		if (f->rlen == cap)
+			return IO_DONE;
+		n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return IO_AGAIN;
+		if (n <= 0) {
+			c->end = EG_END_UPSTREAM_CLOSED;
+			return IO_DONE;
+		}
+		f->rlen += (size_t)n;
+		scan = 0;
+		r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
+		if (r == EG_PARSE_BAD)
+			return IO_DONE;
+		if (r != EG_PARSE_OK)
+			continue;
+		memset(&f->resp, 0, sizeof(f->resp));
+		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
+			return IO_DONE;
+		if (f->resp.status < 200)
+			return IO_DONE;	/* 1xx: not supported; close */
+		f->resp_head_done = 1;
+		if (f->is_head || f->resp.nobody)
+			f->resp_left = 0;
+		else if (f->resp.chunked) {
+			f->resp_chunked = 1;
+			eg_chunk_init(&f->resp_chunk);
+		} else if (f->resp.content_length >= 0)
+			f->resp_left = f->resp.content_length;
+		else {
+			f->resp_eof_delim = 1;
+			f->keepalive = 0;
+		}
+		ka = f->keepalive;
+		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
+		    sizeof(c->w->scratch));
+		if (k < 0 || pend_append(c, &c->u2c, out, (size_t)k) == -1)
+			return IO_DONE;
+		extra = f->rlen - hl;
+		if (extra > 0) {
+			memmove(f->rbuf, f->rbuf + hl, extra);
+			f->rlen = extra;
+		} else
+			f->rlen = 0;
+	}
+	/* body bytes that came with the head are in rbuf[0..rlen) */
+	for (;;) {
+		uint8_t *p;
+
+		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
+		    f->resp_left == 0) {
+			f->resp_done = 1;
+			break;
+		}
+		if (f->rlen > 0) {
+			p = f->rbuf;
+			n = (ssize_t)f->rlen;
+			f->rlen = 0;
+		} else {
+			n = recv(c->uio.fd, c->w->scratch, TUNBUF, 0);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				break;
+			if (n <= 0) {
+				if (f->resp_eof_delim) {
+					f->resp_done = 1;
+					break;
+				}
+				c->end = EG_END_UPSTREAM_CLOSED;
+				return IO_DONE;
+			}
+			p = c->w->scratch;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		if (f->resp_chunked) {
+			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
+			if (k < 0)
+				return IO_DONE;
+			n = k;
+			if (done)
+				f->resp_done = 1;
+		} else if (!f->resp_eof_delim) {
+			if (n > f->resp_left)
+				n = (ssize_t)f->resp_left;
+			f->resp_left -= n;
+		}
+		c->down += (uint64_t)n;
+		if (pend_append(c, &c->u2c, p, (size_t)n) == -1)
+			return IO_DONE;
+		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+			c->end = EG_END_CLIENT_CLOSED;
+			return IO_DONE;
+		}
+		if (f->resp_done || c->u2c.buf != NULL)
+			break;
+	}
+	return IO_AGAIN;
+}
+
+static void	conn_reset_for_next(struct eg_conn *);
+
+static enum eg_io_res
+conn_do_forward(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+
+	if (fwd_request(c) == IO_DONE) {
+		conn_close(c, c->c_eof ? EG_END_CLIENT_CLOSED : EG_END_ERROR);
+		return IO_DONE;
+	}
+	if (fwd_response(c) == IO_DONE) {
+		conn_close(c, c->end ? c->end : EG_END_ERROR);
+		return IO_DONE;
+	}
+	if (!f->resp_done || c->u2c.buf != NULL)
+		return IO_AGAIN;
+	if (!f->req_done || !f->keepalive) {
+		conn_close(c, EG_END_DONE);
+		return IO_DONE;
+	}
+	conn_reset_for_next(c);
+	return c->state == EG_CS_HEAD ? IO_OK : IO_DONE;
+}
+
+/* --- lifecycle -------------------------------------------------------------- */
+
+static void
+conn_emit_close(struct eg_conn *c, enum eg_end end)
+{
+	struct egress_event ev;
+	int64_t now = eg_wall_ms();
+
+	conn_event(c, &ev, EGRESS_EV_CLOSE);
+	ev.up = c->up;
+	ev.down = c->down;
+	ev.ms = now > c->t0 ? (uint64_t)(now - c->t0) : 0;
+	ev.end = eg_end_name[end == EG_END_NONE ? EG_END_ERROR : end];
+	ev.sni = end == EG_END_SNI_MISMATCH ? c->sni : NULL;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	ev.phase = c->sess->phase->name;
+	eg_emit(c->ex, &ev);
+	pthread_rwlock_unlock(&c->ex->lock);
+	c->allowed = 0;
+}
+
+/* After a plain-HTTP response: close the upstream, log CLOSE, and read
+ * the next request on the same client connection. */
+static void
+conn_reset_for_next(struct eg_conn *c)
+{
+	conn_emit_close(c, EG_END_DONE);
+	eg_io_del(c->w->loop, &c->uio);
+	close(c->uio.fd);
+	c->uio.fd = -1;
+	free(c->f);
+	c->f = NULL;
+	pend_release(c, &c->c2u);
+	pend_release(c, &c->u2c);
+	c->up = c->down = 0;
+	c->u_eof = c->u_wshut = 0;
+	c->decided = 0;
+	c->end = EG_END_NONE;
+	c->method = NULL;
+	c->kept = 1;
+	c->id = __atomic_add_fetch(&c->ex->next_id, 1, __ATOMIC_RELAXED);
+	conn_set_state(c, EG_CS_HEAD);
+}
+
+static void
+conn_close(struct eg_conn *c, enum eg_end end)
+{
+	struct eg_worker *w = c->w;
+
+	if (c->state == EG_CS_DEAD)
+		return;
+	if (c->allowed)
+		conn_emit_close(c, end);
+	eg_timer_stop(w->loop, &c->tmo);
+	if (c->cio.fd != -1) {
+		eg_io_del(w->loop, &c->cio);
+		close(c->cio.fd);
+		c->cio.fd = -1;
+	}
+	if (c->uio.fd != -1) {
+		eg_io_del(w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	c->state = EG_CS_DEAD;
+	/* unlink from the live list; free after the batch */
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = w->dead;
+	c->prev = NULL;
+	w->dead = c;
+	if (c->counted)
+		eg_client_release(c->ex, (struct sockaddr *)&c->cpeer);
+	c->counted = 0;
+	__atomic_sub_fetch(&c->ex->active, 1, __ATOMIC_RELAXED);
+}
+
+static void
+conn_free(struct eg_conn *c)
+{
+	pend_release(c, &c->c2u);
+	pend_release(c, &c->u2c);
+	free(c->h);
+	free(c->f);
+	eg_cfg_unref(c->cfg);
+	free(c);
+}
+
+void
+eg_conn_reap(struct eg_worker *w)
+{
+	struct eg_conn *c, **cp;
+
+	for (cp = &w->dead; (c = *cp) != NULL;) {
+		/* a DNS query still owns c: its callback comes later */
+		if (c->dns_pending) {
+			cp = &c->next;
+			continue;
+		}
+		*cp = c->next;
+		conn_free(c);
+	}
+}
+
+static void
+conn_step(struct eg_conn *c)
+{
+	enum eg_io_res r = IO_OK;
+
+	c->in_step = 1;
+	while (r == IO_OK) {
+		switch (c->state) {
+		case EG_CS_HEAD:	r = conn_do_head(c);		break;
+		case EG_CS_RESOLVING:	r = conn_do_resolving(c);	break;
+		case EG_CS_CONNECTING:	r = IO_AGAIN;			break;
+		case EG_CS_REPLYING:	r = conn_do_replying(c);	break;
+		case EG_CS_SNI:		r = conn_do_sni(c);		break;
+		case EG_CS_TUNNEL:	r = conn_do_tunnel(c);		break;
+		case EG_CS_FORWARD:	r = conn_do_forward(c);		break;
+		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
+		case EG_CS_DEAD:	r = IO_DONE;			break;
+		}
+	}
+	c->in_step = 0;
+	if (c->state != EG_CS_DEAD)
+		conn_interest(c);
+}
+
+static void
+conn_cio(void *arg, uint32_t events)
+{
+	struct eg_conn *c = arg;
+
+	(void)events;
+	conn_step(c);
+}
+
+static void
+conn_uio(void *arg, uint32_t events)
+{
+	struct eg_conn *c = arg;
+
+	if (c->state == EG_CS_CONNECTING) {
+		c->in_step = 1;
+		if (conn_do_connecting(c, (events & (EPOLLOUT | EPOLLERR |
+		    EPOLLHUP)) != 0) == IO_AGAIN) {
+			c->in_step = 0;
+			if (c->state != EG_CS_DEAD)
+				conn_interest(c);
+			return;
+		}
+		c->in_step = 0;
+	}
+	conn_step(c);
+}
+
+static void
+conn_timeout(void *arg)
+{
+	struct eg_conn *c = arg;
+	uint64_t now = eg_loop_now(c->w->loop), idle;
+
+	switch (c->state) {
+	case EG_CS_HEAD:
+		if (c->kept && c->h->len == 0) {
+			/* an idle kept-alive client: not a request */
+			conn_close(c, EG_END_NONE);
+			return;
+		}
+		conn_raw_target(c);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TIMEOUT, 408,
+		    "egressd: request headers not received in time");
+		break;
+	case EG_CS_CONNECTING:
+		conn_fail(c, EG_R_CONNECT_TIMEOUT);
+		break;
+	case EG_CS_SNI:
+	case EG_CS_TUNNEL:
+	case EG_CS_FORWARD:
+		idle = c->cfg->idle_timeout_ms;
+		if (now - c->last < idle) {
+			eg_timer_arm(c->w->loop, &c->tmo,
+			    idle - (now - c->last));
+			return;
+		}
+		conn_close(c, EG_END_IDLE_TIMEOUT);
+		return;
+	case EG_CS_LINGER:
+		conn_close(c, EG_END_NONE);
+		return;
+	default:
+		return;
+	}
+	conn_step(c);
+}
+
+/* Format the peer for the audit log. */
+static void
+conn_client_text(struct eg_conn *c, const struct sockaddr *sa)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(c->client, sizeof(c->client), "%s:%u", a,
+		    ntohs(s4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(c->client, sizeof(c->client), "[%s]:%u", a,
+		    ntohs(s6->sin6_port));
+	} else
+		snprintf(c->client, sizeof(c->client), "%s",
+		    c->ex->unix_client);
+}
+
+/*
+ * A new client.  Over a limit, the refusal is logged and written at once
+ * (best effort, non-blocking) and the socket closed.
+ */
+void
+eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
+    const struct sockaddr *sa, socklen_t salen)
+{
+	struct egress *ex = w->ex;
+	struct eg_conn *c;
+	unsigned active;
+	int one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	c->w = w;
+	c->ex = ex;
+	c->sess = ls->sess;
+	c->state = EG_CS_DEAD;		/* conn_set_state below arms HEAD */
+	c->id = __atomic_add_fetch(&ex->next_id, 1, __ATOMIC_RELAXED);
+	eg_io_init(&c->cio, fd, conn_cio, c);
+	eg_io_init(&c->uio, -1, conn_uio, c);
+	eg_timer_init(&c->tmo, conn_timeout, c);
+	if (salen <= sizeof(c->cpeer))
+		memcpy(&c->cpeer, sa, salen);
+	conn_client_text(c, sa);
+	if (sa->sa_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pthread_rwlock_rdlock(&ex->lock);
+	c->cfg = ex->cfg;
+	eg_cfg_ref(c->cfg);
+	pthread_rwlock_unlock(&ex->lock);
+	c->next = w->conns;
+	if (w->conns != NULL)
+		w->conns->prev = c;
+	w->conns = c;
+	active = __atomic_add_fetch(&ex->active, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
+	c->h = malloc(sizeof(*c->h) + c->cfg->max_header_bytes);
+	if (c->h == NULL) {
+		conn_close(c, EG_END_ERROR);
+		return;
+	}
+	c->h->len = c->h->scan = 0;
+	c->h->req.host.len = 0;
+	c->h->req.port = 0;
+	c->state = EG_CS_HEAD;
+	eg_timer_arm(w->loop, &c->tmo, c->cfg->header_timeout_ms);
+	if (active > c->cfg->max_connections) {
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
+		    "egressd: too many connections");
+		conn_step(c);
+		return;
+	}
+	if (eg_client_acquire(ex, sa, c->cfg->max_connections_per_client)
+	    == -1) {
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
+		    "egressd: too many connections from this client");
+		conn_step(c);
+		return;
+	}
+	c->counted = 1;
+	conn_step(c);
+}
+
+/*
+ * After a phase switch or reload: close the open tunnels (and idle
+ * kept-alive plain-HTTP clients) of sess that the new phase does not
+ * allow.  Runs on the worker's loop thread; the caller does not hold the
+ * lock.
+ */
+unsigned
+eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
+    enum eg_end why)
+{
+	struct eg_conn *c, *next;
+	unsigned n = 0;
+	enum eg_match m;
+	const struct eg_rule *rule;
+	struct eg_host *host;
+	uint16_t port;
+
+	for (c = w->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->sess != sess || !(c->allowed || c->kept))
+			continue;
+		if (c->state != EG_CS_TUNNEL && c->state != EG_CS_SNI &&
+		    c->state != EG_CS_FORWARD && c->state != EG_CS_REPLYING &&
+		    !(c->state == EG_CS_HEAD && c->kept))
+			continue;
+		host = &c->host;
+		port = c->port;
+		pthread_rwlock_rdlock(&w->ex->lock);
+		m = eg_phase_match(sess->phase, host, port, w->ex->cfg->ports,
+		    w->ex->cfg->nports, &rule);
+		if (sess->phase->report)
+			m = EG_MATCH_ALLOW;
+		pthread_rwlock_unlock(&w->ex->lock);
+		if (m == EG_MATCH_ALLOW)
+			continue;
+		conn_close(c, why);
+		n++;
+	}
+	return n;
+}
+
+void
+eg_conn_close_all(struct eg_worker *w, enum eg_end why)
+{
+	struct eg_conn *c;
+
+	while ((c = w->conns) != NULL) {
+		if (!c->decided && (c->state == EG_CS_RESOLVING ||
+		    c->state == EG_CS_CONNECTING)) {
+			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503,
+			    "egressd: shutting down");
+			pend_flush(c, &c->u2c, c->cio.fd);
+		}
+		conn_close(c, why);
+	}
+}

@@ -1,0 +1,75 @@
+/*
+ * err.c: formatting of error messages for struct eg_err and struct eg_errs.
+ */
+#include "egress-int.h"
+
+int
+eg_err_set(struct eg_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return -1;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+eg_errs_add(struct eg_errs *errs, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[EG_ERR_MSGLEN];
+
+	if (errs == NULL)
+		return -1;
+	if (errs->n == EG_ERRS_MAX) {
+		errs->dropped++;
+		return -1;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	errs->msg[errs->n] = strdup(buf);
+	if (errs->msg[errs->n] == NULL)
+		errs->dropped++;
+	else
+		errs->n++;
+	return -1;
+}
+
+void
+eg_errs_clear(struct eg_errs *errs)
+{
+	size_t i;
+
+	if (errs == NULL)
+		return;
+	for (i = 0; i < errs->n; i++)
+		free(errs->msg[i]);
+	errs->n = 0;
+	errs->dropped = 0;
+}
+
+void
+eg_errs_join(const struct eg_errs *errs, char *buf, size_t len)
+{
+	size_t i, off = 0;
+	int n;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	for (i = 0; i < errs->n && off < len; i++) {
+		n = snprintf(buf + off, len - off, "%s%s", i ? "\n" : "",
+		    errs->msg[i]);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	if (errs->dropped && off < len)
+		snprintf(buf + off, len - off, "\n(%zu more errors)",
+		    errs->dropped);
+}

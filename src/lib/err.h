@@ -1,0 +1,36 @@
+/*
+ * err.h: error values carried back to callers.  A struct eg_err holds one
+ * message; a struct eg_errs collects many (configuration loading reports
+ * every problem at once, as FILE:LINE: message).
+ */
+#ifndef EG_ERR_H
+#define EG_ERR_H
+
+#include <stddef.h>
+
+#define EG_ERR_MSGLEN	512
+#define EG_ERRS_MAX	64
+
+struct eg_err {
+	int	code;
+	char	msg[EG_ERR_MSGLEN];
+};
+
+struct eg_errs {
+	size_t	 n;		/* messages kept */
+	size_t	 dropped;	/* messages beyond EG_ERRS_MAX */
+	char	*msg[EG_ERRS_MAX];
+};
+
+/* Set err (if not NULL) to a formatted message.  Always returns -1. */
+int	eg_err_set(struct eg_err *, int, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* Append a formatted message to errs.  Always returns -1. */
+int	eg_errs_add(struct eg_errs *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	eg_errs_clear(struct eg_errs *);
+/* Join every message with '\n' into buf (always NUL-terminated). */
+void	eg_errs_join(const struct eg_errs *, char *, size_t);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * loop.c: epoll readiness, a binary min-heap of timers, and a command
+ * queue other threads use to run a function on this loop and wait for
+ * it (how the admin side switches phases without sharing state).
+ */
+#include "egress-int.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+#define LOOP_MAXEV	256
+
+struct loop_cmd {
+	eg_cmd_fn	*fn;
+	void		*arg;
+	int		 done;
+	struct loop_cmd	*next;
+};
+
+struct eg_loop {
+	int		  epfd;
+	struct eg_io	  wake;		/* eventfd */
+	int		  stop;
+	uint64_t	  now;
+	struct eg_timer	**heap;
+	size_t		  nheap, capheap;
+	void		(*after)(void *);
+	void		 *after_arg;
+
+	pthread_mutex_t	  mtx;		/* guards cmds and done flags */
+	pthread_cond_t	  cv;
+	struct loop_cmd	 *cmds, **cmds_tail;
+	int		  closed;
+};
+
+uint64_t
+eg_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+loop_run_cmds(struct eg_loop *loop)
+{
+	struct loop_cmd *c, *next;
+
+	pthread_mutex_lock(&loop->mtx);
+	c = loop->cmds;
+	loop->cmds = NULL;
+	loop->cmds_tail = &loop->cmds;
+	pthread_mutex_unlock(&loop->mtx);
+	for (; c != NULL; c = next) {
+		next = c->next;
+		c->fn(c->arg);
+		pthread_mutex_lock(&loop->mtx);
+		c->done = 1;
+		pthread_cond_broadcast(&loop->cv);
+		pthread_mutex_unlock(&loop->mtx);
+	}
+}
+
+static void
+loop_wake_cb(void *arg, uint32_t events)
+{
+	struct eg_loop *loop = arg;
+	uint64_t v;
+
+	(void)events;
+	while (read(loop->wake.fd, &v, sizeof(v)) == -1 && errno == EINTR)
+		;
+	loop_run_cmds(loop);
+}
+
+struct eg_loop *
+eg_loop_new(struct eg_err *err)
+{
+	struct eg_loop *loop;
+	int fd;
+
+	if ((loop = calloc(1, sizeof(*loop))) == NULL) {
+		eg_err_set(err, errno, "out of memory");
+		return NULL;
+	}
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop->epfd == -1 || fd == -1) {
+		eg_err_set(err, errno, "epoll/eventfd: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		if (loop->epfd != -1)
+			close(loop->epfd);
+		free(loop);
+		return NULL;
+	}
+	pthread_mutex_init(&loop->mtx, NULL);
+	pthread_cond_init(&loop->cv, NULL);
+	loop->cmds_tail = &loop->cmds;
+	loop->now = eg_clock_ms();
+	eg_io_init(&loop->wake, fd, loop_wake_cb, loop);
+	eg_io_set(loop, &loop->wake, EPOLLIN);
+	return loop;
+}
+
+void
+eg_loop_free(struct eg_loop *loop)
+{
+	if (loop == NULL)
+		return;
+	/* Anyone still waiting in eg_loop_call() is released. */
+	pthread_mutex_lock(&loop->mtx);
+	loop->closed = 1;
+	pthread_mutex_unlock(&loop->mtx);
+	loop_run_cmds(loop);
+	close(loop->wake.fd);
+	close(loop->epfd);
+	free(loop->heap);
+	pthread_mutex_destroy(&loop->mtx);
+	pthread_cond_destroy(&loop->cv);
+	free(loop);
+}
+
+void
+eg_loop_set_after(struct eg_loop *loop, void (*fn)(void *), void *arg)
+{
+	loop->after = fn;
+	loop->after_arg = arg;
+}
+
+uint64_t
+eg_loop_now(const struct eg_loop *loop)
+{
+	return loop->now;
+}
+
+void
+eg_loop_break(struct eg_loop *loop)
+{
+	loop->stop = 1;
+}
+
+void
+eg_loop_wake(struct eg_loop *loop)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	/* async-signal-safe: a single write(2) */
+	n = write(loop->wake.fd, &one, sizeof(one));
+	(void)n;
+}
+
+int
+eg_loop_call(struct eg_loop *loop, eg_cmd_fn *fn, void *arg)
+{
+	struct loop_cmd c = { fn, arg, 0, NULL };
+
+	pthread_mutex_lock(&loop->mtx);
+	if (loop->closed) {
+		pthread_mutex_unlock(&loop->mtx);
+		return -1;
+	}
+	*loop->cmds_tail = &c;
+	loop->cmds_tail = &c.next;
+	pthread_mutex_unlock(&loop->mtx);
+	eg_loop_wake(loop);
+	pthread_mutex_lock(&loop->mtx);
+	while (!c.done)
+		pthread_cond_wait(&loop->cv, &loop->mtx);
+	pthread_mutex_unlock(&loop->mtx);
+	return 0;
+}
+
+void
+eg_io_init(struct eg_io *io, int fd, eg_io_fn *fn, void *arg)
+{
+	io->fd = fd;
+	io->events = 0;
+	io->added = 0;
+	io->fn = fn;
+	io->arg = arg;
+}
+
+int
+eg_io_set(struct eg_loop *loop, struct eg_io *io, uint32_t events)
+{
+	struct epoll_event ev;
+	int op;
+
+	if (io->added && io->events == events)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.ptr = io;
+	if (!io->added)
+		op = EPOLL_CTL_ADD;
+	else
+		op = EPOLL_CTL_MOD;
+	if (epoll_ctl(loop->epfd, op, io->fd, &ev) == -1)
+		return -1;
+	io->added = 1;
+	io->events = events;
+	return 0;
+}
+
+void
+eg_io_del(struct eg_loop *loop, struct eg_io *io)
+{
+	if (!io->added)
+		return;
+	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	io->added = 0;
+	io->events = 0;
+}
+
+/* --- timers: binary min-heap on (when), slots are 1-based --------------- */
+
+static void
+heap_swap(struct eg_loop *loop, size_t a, size_t b)
+{
+	struct eg_timer *t = loop->heap[a];
+
+	loop->heap[a] = loop->heap[b];
+	loop->heap[b] = t;
+	loop->heap[a]->slot = a + 1;
+	loop->heap[b]->slot = b + 1;
+}
+
+static void
+heap_up(struct eg_loop *loop, size_t i)
+{
+	while (i > 0 && loop->heap[(i - 1) / 2]->when > loop->heap[i]->when) {
+		heap_swap(loop, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void
+heap_down(struct eg_loop *loop, size_t i)
+{
+	size_t l, r, m;
+
+	for (;;) {
+		l = 2 * i + 1;
+		r = l + 1;
+		m = i;
+		if (l < loop->nheap && loop->heap[l]->when < loop->heap[m]->when)
+			m = l;
+		if (r < loop->nheap && loop->heap[r]->when < loop->heap[m]->when)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(loop, i, m);
+		i = m;
+	}
+}
+
+void
+eg_timer_init(struct eg_timer *t, eg_timer_fn *fn, void *arg)
+{
+	t->when = 0;
+	t->slot = 0;
+	t->fn = fn;
+	t->arg = arg;
+}
+
+void
+eg_timer_stop(struct eg_loop *loop, struct eg_timer *t)
+{
+	size_t i;
+
+	if (t->slot == 0)
+		return;
+	i = t->slot - 1;
+	t->slot = 0;
+	loop->nheap--;
+	if (i == loop->nheap)
+		return;
+	loop->heap[i] = loop->heap[loop->nheap];
+	loop->heap[i]->slot = i + 1;
+	heap_up(loop, i);
+	heap_down(loop, i);
+}
+
+void
+eg_timer_arm(struct eg_loop *loop, struct eg_timer *t, uint64_t ms)
+{
+	struct eg_timer **nh;
+	size_t ncap;
+
+	eg_timer_stop(loop, t);
+	if (loop->nheap == loop->capheap) {
+		ncap = loop->capheap ? loop->capheap * 2 : 64;
+		nh = realloc(loop->heap, ncap * sizeof(*nh));
+		if (nh == NULL)
+			return;		/* the timer stays disarmed */
+		loop->heap = nh;
+		loop->capheap = ncap;
+	}
+	t->when = loop->now + ms;
+	loop->heap[loop->nheap] = t;
+	t->slot = ++loop->nheap;
+	heap_up(loop, loop->nheap - 1);
+}
+
+static int
+loop_timeout(struct eg_loop *loop)
+{
+	uint64_t w;
+
+	if (loop->nheap == 0)
+		return -1;
+	w = loop->heap[0]->when;
+	if (w <= loop->now)
+		return 0;
+	if (w - loop->now > 60000)
+		return 60000;
+	return (int)(w - loop->now);
+}
+
+static void
+loop_fire_timers(struct eg_loop *loop)
+{
+	struct eg_timer *t;
+
+	while (loop->nheap > 0 && loop->heap[0]->when <= loop->now) {
+		t = loop->heap[0];
+		eg_timer_stop(loop, t);
+		t->fn(t->arg);
+	}
+}
+
+int
+eg_loop_run(struct eg_loop *loop)
+{
+	struct epoll_event ev[LOOP_MAXEV];
+	struct eg_io *io;
+	int i, n;
+
+	loop->stop = 0;
+	while (!loop->stop) {
+		n = epoll_wait(loop->epfd, ev, LOOP_MAXEV, loop_timeout(loop));
+		if (n == -1 && errno != EINTR)
+			return -1;
+		loop->now = eg_clock_ms();
+		for (i = 0; i < n; i++) {
+			io = ev[i].data.ptr;
+			/* interest dropped earlier in this batch: skip */
+			if (io->fd == -1 || !io->added)
+				continue;
+			io->fn(io->arg, ev[i].events);
+		}
+		loop_fire_timers(loop);
+		if (loop->after != NULL)
+			loop->after(loop->after_arg);
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * loop.h: the event loop, one per worker thread: epoll fd interest,
+ * millisecond timers on a min-heap, and a cross-thread command queue woken
+ * through an eventfd.  Small and closed on purpose (redis ae.h).
+ */
+#ifndef EG_LOOP_H
+#define EG_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct eg_loop;
+
+/* Readiness callback: events are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits. */
+typedef void	eg_io_fn(void *arg, uint32_t events);
+typedef void	eg_timer_fn(void *arg);
+typedef void	eg_cmd_fn(void *arg);
+
+struct eg_io {			/* embedded in its owner */
+	int		 fd;
+	uint32_t	 events;	/* current interest; 0 = not added */
+	int		 added;
+	eg_io_fn	*fn;
+	void		*arg;
+};
+
+struct eg_timer {		/* embedded in its owner */
+	uint64_t	 when;		/* monotonic ms */
+	size_t		 slot;		/* heap index + 1; 0 = not armed */
+	eg_timer_fn	*fn;
+	void		*arg;
+};
+
+struct eg_loop	*eg_loop_new(struct eg_err *);
+void		 eg_loop_free(struct eg_loop *);
+
+/* Run until eg_loop_break(); returns 0, or -1 if epoll fails. */
+int		 eg_loop_run(struct eg_loop *);
+/* Make eg_loop_run() return after the current batch (loop thread). */
+void		 eg_loop_break(struct eg_loop *);
+/* Wake the loop from any thread or a signal handler (eventfd write). */
+void		 eg_loop_wake(struct eg_loop *);
+/* Called after every batch of events, on the loop thread. */
+void		 eg_loop_set_after(struct eg_loop *, void (*)(void *), void *);
+
+uint64_t	 eg_loop_now(const struct eg_loop *);	/* cached, ms */
+uint64_t	 eg_clock_ms(void);			/* monotonic, ms */
+
+void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
+/* Set the interest of io to events (0 removes it from epoll). */
+int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
+void		 eg_io_del(struct eg_loop *, struct eg_io *);
+
+void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
+void		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
+void		 eg_timer_stop(struct eg_loop *, struct eg_timer *);
+
+/*
+ * Run fn(arg) on the loop thread and wait until it has returned.  From
+ * any thread but the loop's own.  Returns 0, or -1 if the loop is gone.
+ */
+int		 eg_loop_call(struct eg_loop *, eg_cmd_fn *, void *arg);
+
+#endif

@@ -1,0 +1,1114 @@
+/*
+ * proxy.c: the public face of libegress (egress.h): creating a proxy from
+ * a configuration, binding listeners, running the worker loops, and the
+ * control operations (phase switch, reload, audit reopen, stop) that other
+ * threads request and the loops carry out.
+ */
+#include "egress-int.h"
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+
+#include "audit.h"
+#include "cfg.h"
+#include "dns.h"
+#include "proxy.h"
+
+struct eg_client {			/* per-client connection count */
+	struct eg_client	*next;
+	uint8_t			 key[17];	/* family byte + address */
+	unsigned		 n;
+};
+
+int64_t
+eg_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *
+egress_version(void)
+{
+	return PACKAGE_VERSION;
+}
+
+const char *
+egress_errmsg(struct egress *ex)
+{
+	return ex->errmsg;
+}
+
+static int
+set_err(struct egress *ex, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+set_err(struct egress *ex, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ex->errmsg, sizeof(ex->errmsg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void
+eg_log(struct egress *ex, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (ex->logcb == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ex->logcb(level, msg, ex->logarg);
+}
+
+void
+egress_set_log_cb(struct egress *ex, egress_log_cb cb, void *arg)
+{
+	ex->logcb = cb;
+	ex->logarg = arg;
+}
+
+int
+egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
+{
+	if (ex->nsubs == nitems(ex->subs))
+		return set_err(ex, "too many subscribers");
+	if (ex->started)
+		return set_err(ex, "subscribe before egress_start()");
+	ex->subs[ex->nsubs].cb = cb;
+	ex->subs[ex->nsubs].arg = arg;
+	ex->nsubs++;
+	return 0;
+}
+
+/* Timestamp, write, and tell the subscribers. */
+void
+eg_emit(struct egress *ex, struct egress_event *ev)
+{
+	size_t i;
+
+	ev->ts_ms = eg_wall_ms();
+	if (eg_audit_emit(ex->audit, ev) == -1)
+		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s",
+		    strerror(errno));
+	for (i = 0; i < ex->nsubs; i++)
+		ex->subs[i].cb(ev, ex->subs[i].arg);
+}
+
+/* --- per-client accounting ------------------------------------------------ */
+
+static size_t
+client_key(const struct sockaddr *sa, uint8_t key[17])
+{
+	memset(key, 0, 17);
+	key[0] = (uint8_t)sa->sa_family;
+	if (sa->sa_family == AF_INET)
+		memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)
+		    ->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)
+		    sa)->sin6_addr, 16);
+	/* Unix-socket clients all count as one */
+	return 17;
+}
+
+static unsigned
+client_hash(const uint8_t key[17])
+{
+	unsigned h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < 17; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h;
+}
+
+int
+eg_client_acquire(struct egress *ex, const struct sockaddr *sa, unsigned max)
+{
+	uint8_t key[17];
+	struct eg_client *cl, **head;
+	int rc = 0;
+
+	client_key(sa, key);
+	head = &ex->clients[client_hash(key) % nitems(ex->clients)];
+	pthread_mutex_lock(&ex->climtx);
+	for (cl = *head; cl != NULL; cl = cl->next)
+		if (memcmp(cl->key, key, sizeof(key)) == 0)
+			break;
+	if (cl == NULL && (cl = calloc(1, sizeof(*cl))) != NULL) {
+		memcpy(cl->key, key, sizeof(key));
+		cl->next = *head;
+		*head = cl;
+	}
+	if (cl == NULL || cl->n >= max)
+		rc = -1;
+	else
+		cl->n++;
+	pthread_mutex_unlock(&ex->climtx);
+	return rc;
+}
+
+void
+eg_client_release(struct egress *ex, const struct sockaddr *sa)
+{
+	uint8_t key[17];
+	struct eg_client *cl, **cp;
+
+	client_key(sa, key);
+	cp = &ex->clients[client_hash(key) % nitems(ex->clients)];
+	pthread_mutex_lock(&ex->climtx);
+	for (; (cl = *cp) != NULL; cp = &cl->next)
+		if (memcmp(cl->key, key, sizeof(key)) == 0)
+			break;
+	if (cl != NULL && --cl->n == 0) {
+		*cp = cl->next;
+		free(cl);
+	}
+	pthread_mutex_unlock(&ex->climtx);
+}
+
+/* --- loop protection ------------------------------------------------------ */
+
+static int
+sa_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)(const void *)sa)
+		    ->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)(const void *)sa)
+		    ->sin6_port);
+	return -1;
+}
+
+/* Compare the addresses (not ports); v4-mapped v6 equals its v4. */
+static int
+sa_addr_eq(const struct sockaddr *a, const struct sockaddr *b)
+{
+	struct in_addr a4 = { 0 }, b4 = { 0 };
+	int ha = 0, hb = 0;
+
+	if (a->sa_family == AF_INET) {
+		a4 = ((const struct sockaddr_in *)(const void *)a)->sin_addr;
+		ha = 1;
+	} else if (a->sa_family == AF_INET6) {
+		const struct in6_addr *x = &((const struct sockaddr_in6 *)
+		    (const void *)a)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(x)) {
+			memcpy(&a4, x->s6_addr + 12, 4);
+			ha = 1;
+		}
+	}
+	if (b->sa_family == AF_INET) {
+		b4 = ((const struct sockaddr_in *)(const void *)b)->sin_addr;
+		hb = 1;
+	} else if (b->sa_family == AF_INET6) {
+		const struct in6_addr *y = &((const struct sockaddr_in6 *)
+		    (const void *)b)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(y)) {
+			memcpy(&b4, y->s6_addr + 12, 4);
+			hb = 1;
+		}
+	}
+	if (ha || hb)
+		return ha && hb && a4.s_addr == b4.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)
+	    ->sin6_addr, &((const struct sockaddr_in6 *)(const void *)b)
+	    ->sin6_addr, 16) == 0;
+}
+
+static int
+sa_is_any(const struct sockaddr *sa)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)sa)
+		    ->sin_addr.s_addr == htonl(INADDR_ANY);
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)sa)
+	    ->sin6_addr, &any6, 16) == 0;
+}
+
+/*
+ * Is sa (address and port) one of our own TCP listeners?  A wildcard
+ * listener covers every local interface address and loopback.
+ */
+int
+eg_is_loop(struct egress *ex, const struct sockaddr *sa)
+{
+	const struct sockaddr *l;
+	size_t i, j;
+	int port = sa_port(sa);
+
+	for (i = 0; i < ex->nls; i++) {
+		if (ex->ls[i].kind != EG_LISTEN_TCP)
+			continue;
+		l = (const struct sockaddr *)&ex->ls[i].ss;
+		if (sa_port(l) != port)
+			continue;
+		if (sa_addr_eq(l, sa))
+			return 1;
+		if (!sa_is_any(l))
+			continue;
+		if (sa->sa_family == AF_INET && (ntohl(((const struct
+		    sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >> 24)
+		    == 127)
+			return 1;
+		for (j = 0; j < ex->nifaddrs; j++)
+			if (sa_addr_eq((const struct sockaddr *)
+			    &ex->ifaddrs[j], sa))
+				return 1;
+	}
+	return 0;
+}
+
+static void
+load_ifaddrs(struct egress *ex)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	free(ex->ifaddrs);
+	ex->ifaddrs = NULL;
+	ex->nifaddrs = 0;
+	if (getifaddrs(&ifa) == -1)
+		return;
+	for (i = ifa; i != NULL; i = i->ifa_next)
+		if (i->ifa_addr != NULL && (i->ifa_addr->sa_family == AF_INET ||
+		    i->ifa_addr->sa_family == AF_INET6))
+			n++;
+	if (n > 0 && (ex->ifaddrs = calloc(n, sizeof(*ex->ifaddrs))) != NULL)
+		for (i = ifa; i != NULL; i = i->ifa_next) {
+			if (i->ifa_addr == NULL)
+				continue;
+			if (i->ifa_addr->sa_family == AF_INET)
+				memcpy(&ex->ifaddrs[ex->nifaddrs++],
+				    i->ifa_addr, sizeof(struct sockaddr_in));
+			else if (i->ifa_addr->sa_family == AF_INET6)
+				memcpy(&ex->ifaddrs[ex->nifaddrs++],
+				    i->ifa_addr, sizeof(struct sockaddr_in6));
+		}
+	freeifaddrs(ifa);
+}
+
+/* --- creation ---------------------------------------------------------------- */
+
+static struct egress *
+proxy_alloc(void)
+{
+	struct egress *ex;
+
+	if ((ex = calloc(1, sizeof(*ex))) == NULL)
+		return NULL;
+	pthread_rwlock_init(&ex->lock, NULL);
+	pthread_mutex_init(&ex->ctl, NULL);
+	pthread_mutex_init(&ex->climtx, NULL);
+	snprintf(ex->def.name, sizeof(ex->def.name), "default");
+	ex->def.is_default = 1;
+	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
+	return ex;
+}
+
+/* Parse the configuration source of ex (file, text or default). */
+static struct eg_cfg *
+proxy_parse(struct egress *ex, struct eg_errs *errs)
+{
+	struct eg_cfg *cfg;
+	struct eg_err err;
+	size_t i;
+
+	if (ex->cfg_path != NULL)
+		cfg = eg_cfg_load(ex->cfg_path, errs);
+	else if (ex->cfg_text != NULL)
+		cfg = eg_cfg_parse(ex->cfg_text, strlen(ex->cfg_text),
+		    "(string)", errs);
+	else
+		cfg = eg_cfg_default(errs);
+	if (cfg == NULL)
+		return NULL;
+	for (i = 0; i < ex->novr; i++)
+		if (eg_cfg_override(cfg, ex->ovr[i].key, ex->ovr[i].value,
+		    &err) == -1) {
+			eg_errs_add(errs, "%s", err.msg);
+			eg_cfg_unref(cfg);
+			return NULL;
+		}
+	if (eg_cfg_check(cfg, errs) == -1 || errs->n > 0) {
+		eg_cfg_unref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+static struct egress *
+proxy_new(const char *path, const char *text, char *errbuf, size_t errlen)
+{
+	struct egress *ex;
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+
+	if ((ex = proxy_alloc()) == NULL ||
+	    (path != NULL && (ex->cfg_path = strdup(path)) == NULL) ||
+	    (text != NULL && (ex->cfg_text = strdup(text)) == NULL)) {
+		if (errbuf != NULL && errlen > 0)
+			snprintf(errbuf, errlen, "out of memory");
+		egress_free(ex);
+		return NULL;
+	}
+	/* Parse once now so errors surface at creation. */
+	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+		if (errbuf != NULL)
+			eg_errs_join(&errs, errbuf, errlen);
+		eg_errs_clear(&errs);
+		egress_free(ex);
+		return NULL;
+	}
+	ex->cfg = cfg;
+	return ex;
+}
+
+struct egress *
+egress_new_from_file(const char *path, char *errbuf, size_t errlen)
+{
+	return proxy_new(path, NULL, errbuf, errlen);
+}
+
+struct egress *
+egress_new_from_string(const char *text, char *errbuf, size_t errlen)
+{
+	if (text == NULL) {
+		if (errbuf != NULL && errlen > 0)
+			snprintf(errbuf, errlen, "no configuration text");
+		return NULL;
+	}
+	return proxy_new(NULL, text, errbuf, errlen);
+}
+
+int
+egress_set_option(struct egress *ex, const char *key, const char *value)
+{
+	struct eg_ovr *o;
+	struct eg_err err;
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+
+	if (ex->started)
+		return set_err(ex, "options must be set before egress_start()");
+	if (strcmp(key, "unix_client") == 0) {
+		snprintf(ex->unix_client, sizeof(ex->unix_client), "%s", value);
+		return 0;
+	}
+	/* apply to a check copy first so a bad value changes nothing */
+	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_clear(&errs);
+		return -1;
+	}
+	if (eg_cfg_override(cfg, key, value, &err) == -1) {
+		eg_cfg_unref(cfg);
+		return set_err(ex, "%s", err.msg);
+	}
+	o = realloc(ex->ovr, (ex->novr + 1) * sizeof(*o));
+	if (o == NULL) {
+		eg_cfg_unref(cfg);
+		return set_err(ex, "out of memory");
+	}
+	ex->ovr = o;
+	o[ex->novr].key = strdup(key);
+	o[ex->novr].value = strdup(value);
+	ex->novr++;
+	eg_cfg_unref(ex->cfg);
+	ex->cfg = cfg;
+	return 0;
+}
+
+/* --- listeners ---------------------------------------------------------------- */
+
+static int
+bind_tcp(struct egress *ex, struct eg_lsock *ls, const struct eg_listen *l)
+{
+	int fd, one = 1;
+
+	fd = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return set_err(ex, "listen %s: %s", l->text, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&l->ss, l->sslen) == -1 ||
+	    listen(fd, 4096) == -1) {
+		set_err(ex, "listen %s: %s", l->text, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	ls->sslen = sizeof(ls->ss);
+	getsockname(fd, (struct sockaddr *)&ls->ss, &ls->sslen);
+	ls->fd = fd;
+	return 0;
+}
+
+/*
+ * A Unix listener.  A stale socket file (nobody listening) is replaced; a
+ * live one, or anything that is not a socket, is an error.
+ */
+static int
+bind_unix(struct egress *ex, struct eg_lsock *ls, const char *path,
+    mode_t mode)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd, probe;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return set_err(ex, "unix %s: path too long", path);
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return set_err(ex, "unix %s: exists and is not a "
+			    "socket", path);
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof(sun)) == 0) {
+			close(probe);
+			return set_err(ex, "unix %s: another server is "
+			    "listening there", path);
+		}
+		if (probe != -1)
+			close(probe);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return set_err(ex, "unix %s: %s", path, strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(path, mode) == -1 || listen(fd, 4096) == -1) {
+		set_err(ex, "unix %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	ls->fd = fd;
+	ls->path = strdup(path);
+	return 0;
+}
+
+static void
+lsock_clear(struct eg_lsock *ls)
+{
+	if (ls->fd != -1)
+		close(ls->fd);
+	if (ls->path != NULL)
+		unlink(ls->path);
+	free(ls->path);
+	free(ls->text);
+	ls->fd = -1;
+	ls->path = ls->text = NULL;
+}
+
+/* Bind every listener of cfg; on error nothing stays bound. */
+static int
+bind_all(struct egress *ex, const struct eg_cfg *cfg, struct eg_lsock **out,
+    size_t *nout)
+{
+	struct eg_lsock *ls;
+	size_t i;
+	int rc;
+
+	if ((ls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*ls))) ==
+	    NULL)
+		return set_err(ex, "out of memory");
+	for (i = 0; i < cfg->nlisten; i++) {
+		ls[i].fd = -1;
+		ls[i].kind = cfg->listen[i].kind;
+		ls[i].sess = &ex->def;
+		ls[i].text = strdup(cfg->listen[i].text);
+		if (cfg->listen[i].kind == EG_LISTEN_TCP)
+			rc = bind_tcp(ex, &ls[i], &cfg->listen[i]);
+		else
+			rc = bind_unix(ex, &ls[i], cfg->listen[i].text,
+			    cfg->unix_mode);
+		if (rc == -1) {
+			while (i-- > 0)
+				lsock_clear(&ls[i]);
+			free(ls);
+			return -1;
+		}
+	}
+	*out = ls;
+	*nout = cfg->nlisten;
+	return 0;
+}
+
+/* --- workers ----------------------------------------------------------------- */
+
+static void
+worker_accept(void *arg, uint32_t events)
+{
+	struct eg_lio *lio = arg;
+	struct eg_worker *w = lio->w;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	size_t k;
+	int fd, i;
+
+	(void)events;
+	for (i = 0; i < 64; i++) {
+		len = sizeof(ss);
+		fd = accept4(lio->ls->fd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* pause accepting instead of spinning */
+				if (!w->paused)
+					eg_log(w->ex, EGRESS_LOG_WARN,
+					    "accept: %s; pausing for 200 ms",
+					    strerror(errno));
+				w->paused = 1;
+				for (k = 0; k < w->nlio; k++)
+					eg_io_set(w->loop, &w->lio[k].io, 0);
+				eg_timer_arm(w->loop, &w->accept_pause, 200);
+			}
+			return;
+		}
+		eg_conn_accept(w, lio->ls, fd, (struct sockaddr *)&ss, len);
+	}
+}
+
+static void
+worker_listen(struct eg_worker *w)
+{
+	size_t k;
+
+	for (k = 0; k < w->nlio; k++)
+		eg_io_set(w->loop, &w->lio[k].io, EPOLLIN | EPOLLEXCLUSIVE);
+}
+
+static void
+worker_resume(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	w->paused = 0;
+	worker_listen(w);
+}
+
+/* (Re)build the worker's listener interest from ex->ls (loop thread). */
+static void
+worker_set_listeners(struct eg_worker *w)
+{
+	struct egress *ex = w->ex;
+	size_t k;
+
+	for (k = 0; k < w->nlio; k++)
+		eg_io_del(w->loop, &w->lio[k].io);
+	free(w->lio);
+	w->lio = NULL;
+	w->nlio = 0;
+	if (ex->stopping || ex->nls == 0)
+		return;
+	if ((w->lio = calloc(ex->nls, sizeof(*w->lio))) == NULL)
+		return;
+	for (k = 0; k < ex->nls; k++) {
+		w->lio[k].ls = &ex->ls[k];
+		w->lio[k].w = w;
+		eg_io_init(&w->lio[k].io, ex->ls[k].fd, worker_accept,
+		    &w->lio[k]);
+	}
+	w->nlio = ex->nls;
+	if (!w->paused)
+		worker_listen(w);
+}
+
+static void
+worker_after(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	size_t k;
+
+	if (w->ex->stopping && !w->stopped) {
+		w->stopped = 1;
+		for (k = 0; k < w->nlio; k++)
+			eg_io_del(w->loop, &w->lio[k].io);
+		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_loop_break(w->loop);
+	}
+	eg_conn_reap(w);
+	eg_dns_reap(w->dns);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	eg_loop_run(w->loop);
+	return NULL;
+}
+
+static int
+workers_create(struct egress *ex)
+{
+	struct eg_err err;
+	long ncpu;
+	size_t i, n;
+
+	n = ex->cfg->workers;
+	if (n == 0) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		n = ncpu > 0 ? (size_t)ncpu : 1;
+	}
+	if ((ex->w = calloc(n, sizeof(*ex->w))) == NULL)
+		return set_err(ex, "out of memory");
+	for (i = 0; i < n; i++) {
+		struct eg_worker *w = &ex->w[i];
+
+		w->ex = ex;
+		w->idx = (unsigned)i;
+		if ((w->loop = eg_loop_new(&err)) == NULL ||
+		    (w->dns = eg_dns_new(w->loop, ex->cfg->dns_servers,
+		    &err)) == NULL) {
+			ex->nw = i + 1;
+			return set_err(ex, "%s", err.msg);
+		}
+		eg_timer_init(&w->accept_pause, worker_resume, w);
+		eg_loop_set_after(w->loop, worker_after, w);
+		worker_set_listeners(w);
+	}
+	ex->nw = n;
+	return 0;
+}
+
+static void
+raise_nofile(struct egress *ex)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			eg_log(ex, EGRESS_LOG_WARN, "setrlimit: %s",
+			    strerror(errno));
+	}
+}
+
+int
+egress_start(struct egress *ex)
+{
+	struct eg_err err;
+
+	if (ex->started)
+		return set_err(ex, "already started");
+	raise_nofile(ex);
+	ex->audit = eg_audit_open(ex->cfg->audit_log, ex->cfg->audit_json,
+	    ex->cfg->audit_ring, &err);
+	if (ex->audit == NULL)
+		return set_err(ex, "%s", err.msg);
+	if (bind_all(ex, ex->cfg, &ex->ls, &ex->nls) == -1)
+		return -1;
+	load_ifaddrs(ex);
+	ex->def.phase = eg_cfg_phase(ex->cfg, ex->cfg->phase);
+	if (ex->def.phase == NULL)
+		return set_err(ex, "phase '%s' does not exist", ex->cfg->phase);
+	ex->def.gen = 1;
+	if (workers_create(ex) == -1)
+		return -1;
+	ex->started = 1;
+	ex->started_ms = eg_wall_ms();
+	return 0;
+}
+
+int
+egress_run(struct egress *ex)
+{
+	if (egress_run_thread(ex) == -1)
+		return -1;
+	return egress_join(ex);
+}
+
+int
+egress_run_thread(struct egress *ex)
+{
+	size_t i;
+	int rc;
+
+	if (!ex->started)
+		return set_err(ex, "egress_start() first");
+	if (ex->running)
+		return set_err(ex, "already running");
+	for (i = 0; i < ex->nw; i++) {
+		rc = pthread_create(&ex->w[i].thr, NULL, worker_main,
+		    &ex->w[i]);
+		if (rc != 0) {
+			ex->stopping = 1;
+			egress_join(ex);
+			return set_err(ex, "pthread_create: %s", strerror(rc));
+		}
+		ex->w[i].thr_started = 1;
+	}
+	ex->running = 1;
+	return 0;
+}
+
+int
+egress_join(struct egress *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++)
+		if (ex->w[i].thr_started) {
+			if (ex->stopping)
+				eg_loop_wake(ex->w[i].loop);
+			pthread_join(ex->w[i].thr, NULL);
+			ex->w[i].thr_started = 0;
+		}
+	ex->running = 0;
+	return 0;
+}
+
+void
+egress_stop(struct egress *ex)
+{
+	size_t i;
+
+	/* async-signal-safe: a flag and eventfd writes */
+	ex->stopping = 1;
+	for (i = 0; i < ex->nw; i++)
+		if (ex->w[i].loop != NULL)
+			eg_loop_wake(ex->w[i].loop);
+}
+
+void
+egress_free(struct egress *ex)
+{
+	size_t i;
+	struct eg_client *cl;
+
+	if (ex == NULL)
+		return;
+	if (ex->running) {
+		egress_stop(ex);
+		egress_join(ex);
+	}
+	for (i = 0; i < ex->nw; i++) {
+		struct eg_worker *w = &ex->w[i];
+
+		if (w->loop == NULL)
+			continue;
+		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_dns_free(w->dns);
+		eg_conn_reap(w);
+		while (w->bufpool != NULL) {
+			void *b = w->bufpool;
+
+			w->bufpool = *(void **)b;
+			free(b);
+		}
+		free(w->lio);
+		eg_loop_free(w->loop);
+	}
+	free(ex->w);
+	for (i = 0; i < ex->nls; i++)
+		lsock_clear(&ex->ls[i]);
+	free(ex->ls);
+	eg_audit_close(ex->audit);
+	eg_cfg_unref(ex->cfg);
+	for (i = 0; i < ex->novr; i++) {
+		free(ex->ovr[i].key);
+		free(ex->ovr[i].value);
+	}
+	free(ex->ovr);
+	for (i = 0; i < nitems(ex->clients); i++)
+		while ((cl = ex->clients[i]) != NULL) {
+			ex->clients[i] = cl->next;
+			free(cl);
+		}
+	free(ex->ifaddrs);
+	free(ex->cfg_path);
+	free(ex->cfg_text);
+	pthread_rwlock_destroy(&ex->lock);
+	pthread_mutex_destroy(&ex->ctl);
+	pthread_mutex_destroy(&ex->climtx);
+	free(ex);
+}
+
+/* --- control: phase switch, reload, reopen --------------------------------- */
+
+struct recheck {
+	struct eg_worker	*w;
+	struct eg_session	*sess;
+	enum eg_end		 why;
+	unsigned		 closed;
+};
+
+static void
+recheck_cmd(void *arg)
+{
+	struct recheck *r = arg;
+
+	r->closed = eg_conn_recheck(r->w, r->sess, r->why);
+}
+
+/* On every loop: close what the session's new phase forbids. */
+static unsigned
+close_forbidden(struct egress *ex, struct eg_session *sess, enum eg_end why)
+{
+	struct recheck r;
+	unsigned n = 0;
+	size_t i;
+
+	if (!ex->cfg->close_on_phase_change)
+		return 0;
+	for (i = 0; i < ex->nw; i++) {
+		r.w = &ex->w[i];
+		r.sess = sess;
+		r.why = why;
+		r.closed = 0;
+		if (ex->running)
+			eg_loop_call(ex->w[i].loop, recheck_cmd, &r);
+		else
+			recheck_cmd(&r);
+		n += r.closed;
+	}
+	return n;
+}
+
+static void
+emit_phase(struct egress *ex, const char *from, const char *by,
+    unsigned closed)
+{
+	struct egress_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EGRESS_EV_PHASE;
+	pthread_rwlock_rdlock(&ex->lock);
+	ev.phase = ex->def.phase->name;
+	ev.from = from;
+	ev.by = by;
+	ev.closed = closed;
+	eg_emit(ex, &ev);
+	pthread_rwlock_unlock(&ex->lock);
+}
+
+int
+egress_set_phase(struct egress *ex, const char *name, const char *by,
+    unsigned *closed)
+{
+	const struct eg_phase *p;
+	char from[64];
+	unsigned n;
+
+	if (!ex->started)
+		return set_err(ex, "egress_start() first");
+	pthread_mutex_lock(&ex->ctl);
+	pthread_rwlock_wrlock(&ex->lock);
+	p = eg_cfg_phase(ex->cfg, name);
+	if (p == NULL) {
+		pthread_rwlock_unlock(&ex->lock);
+		pthread_mutex_unlock(&ex->ctl);
+		errno = ENOENT;
+		return set_err(ex, "phase '%s' does not exist", name);
+	}
+	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	/* after this, every decision uses the new phase */
+	ex->def.phase = p;
+	ex->def.gen++;
+	pthread_rwlock_unlock(&ex->lock);
+	n = close_forbidden(ex, &ex->def, EG_END_PHASE_CHANGE);
+	emit_phase(ex, from, by ? by : "api", n);
+	pthread_mutex_unlock(&ex->ctl);
+	if (closed != NULL)
+		*closed = n;
+	return 0;
+}
+
+int
+egress_phase(struct egress *ex, char *buf, size_t len)
+{
+	const struct eg_phase *p;
+
+	pthread_rwlock_rdlock(&ex->lock);
+	p = ex->def.phase != NULL ? ex->def.phase :
+	    eg_cfg_phase(ex->cfg, ex->cfg->phase);
+	snprintf(buf, len, "%s", p != NULL ? p->name : "");
+	pthread_rwlock_unlock(&ex->lock);
+	return 0;
+}
+
+int
+egress_reopen_audit(struct egress *ex)
+{
+	struct eg_err err;
+
+	if (ex->audit == NULL)
+		return set_err(ex, "not started");
+	if (eg_audit_reopen(ex->audit, &err) == -1)
+		return set_err(ex, "%s", err.msg);
+	return 0;
+}
+
+static void
+relisten_cmd(void *arg)
+{
+	worker_set_listeners(arg);
+}
+
+static void
+dns_cmd(void *arg)
+{
+	struct eg_worker *w = arg;
+	struct eg_err err;
+
+	if (eg_dns_set_servers(w->dns, w->ex->cfg->dns_servers, &err) == -1)
+		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
+}
+
+static int
+listen_same(const struct eg_lsock *ls, const struct eg_listen *l)
+{
+	return ls->kind == l->kind && strcmp(ls->text, l->text) == 0;
+}
+
+/*
+ * Reload: parse and check the new snapshot, bind the listeners it adds,
+ * then swap it in under the write lock, close what it forbids, and retire
+ * the listeners it dropped.  Any error before the swap changes nothing.
+ */
+int
+egress_reload(struct egress *ex, const char *by)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg, *old;
+	const struct eg_phase *p;
+	struct eg_lsock *nls = NULL, *ols;
+	struct eg_err err;
+	size_t i, j, nn = 0, onls;
+	char from[64];
+
+	if (!ex->started)
+		return set_err(ex, "egress_start() first");
+	pthread_mutex_lock(&ex->ctl);
+	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_clear(&errs);
+		pthread_mutex_unlock(&ex->ctl);
+		return -1;
+	}
+	pthread_rwlock_rdlock(&ex->lock);
+	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	pthread_rwlock_unlock(&ex->lock);
+	if ((p = eg_cfg_phase(cfg, from)) == NULL) {
+		eg_cfg_unref(cfg);
+		pthread_mutex_unlock(&ex->ctl);
+		return set_err(ex, "%s: the current phase '%s' is not in the "
+		    "new configuration; reload refused", cfg->file ?
+		    cfg->file : "(config)", from);
+	}
+	/* listeners: keep the ones still configured, bind the new ones */
+	if ((nls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
+	    NULL)
+		goto oom;
+	for (i = 0; i < ex->nls; i++)
+		ex->ls[i].keep = 0;
+	for (j = 0; j < cfg->nlisten; j++) {
+		for (i = 0; i < ex->nls; i++)
+			if (!ex->ls[i].keep && listen_same(&ex->ls[i],
+			    &cfg->listen[j]))
+				break;
+		if (i < ex->nls) {
+			ex->ls[i].keep = 1;
+			nls[nn] = ex->ls[i];	/* shares fd and strings */
+			nn++;
+			continue;
+		}
+		nls[nn].fd = -1;
+		nls[nn].kind = cfg->listen[j].kind;
+		nls[nn].sess = &ex->def;
+		nls[nn].text = strdup(cfg->listen[j].text);
+		if ((cfg->listen[j].kind == EG_LISTEN_TCP ?
+		    bind_tcp(ex, &nls[nn], &cfg->listen[j]) :
+		    bind_unix(ex, &nls[nn], cfg->listen[j].text,
+		    cfg->unix_mode)) == -1) {
+			/* ex->errmsg names the listener and the cause */
+			for (i = 0; i < nn; i++)
+				if (!nls[i].keep)
+					lsock_clear(&nls[i]);
+			free(nls);
+			eg_cfg_unref(cfg);
+			pthread_mutex_unlock(&ex->ctl);
+			return -1;
+		}
+		nn++;
+	}
+	if (eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
+	    &err) == -1) {
+		for (i = 0; i < nn; i++)
+			if (!nls[i].keep)
+				lsock_clear(&nls[i]);
+		free(nls);
+		eg_cfg_unref(cfg);
+		pthread_mutex_unlock(&ex->ctl);
+		return set_err(ex, "%s", err.msg);
+	}
+
+	/* the swap: from here on every decision uses cfg */
+	pthread_rwlock_wrlock(&ex->lock);
+	old = ex->cfg;
+	ex->cfg = cfg;
+	ex->def.phase = p;
+	ex->def.gen++;
+	ols = ex->ls;
+	onls = ex->nls;
+	ex->ls = nls;
+	ex->nls = nn;
+	pthread_rwlock_unlock(&ex->lock);
+
+	for (i = 0; i < ex->nw; i++) {
+		if (ex->running) {
+			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
+			eg_loop_call(ex->w[i].loop, dns_cmd, &ex->w[i]);
+		} else {
+			relisten_cmd(&ex->w[i]);
+			dns_cmd(&ex->w[i]);
+		}
+	}
+	for (i = 0; i < onls; i++)
+		if (!ols[i].keep)
+			lsock_clear(&ols[i]);
+	free(ols);
+	load_ifaddrs(ex);
+	close_forbidden(ex, &ex->def, EG_END_RELOAD);
+	eg_cfg_unref(old);
+	pthread_mutex_unlock(&ex->ctl);
+	eg_log(ex, EGRESS_LOG_INFO, "configuration reloaded (by %s)",
+	    by ? by : "api");
+	return 0;
+oom:
+	eg_cfg_unref(cfg);
+	pthread_mutex_unlock(&ex->ctl);
+	return set_err(ex, "out of memory");
+}

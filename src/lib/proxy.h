@@ -1,0 +1,160 @@
+/*
+ * proxy.h: the core's shared structures: the proxy (struct egress), its
+ * sessions, listeners and worker threads.  Private to libegress.
+ */
+#ifndef EG_PROXY_H
+#define EG_PROXY_H
+
+#include <sys/socket.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "egress.h"
+#include "cfg.h"
+#include "loop.h"
+
+struct eg_audit;
+struct eg_dns;
+struct eg_conn;
+
+enum eg_reason {
+	EG_R_NONE,
+	EG_R_NOT_ALLOWED,
+	EG_R_PORT_NOT_ALLOWED,
+	EG_R_PRIVATE_ADDRESS,
+	EG_R_BAD_REQUEST,
+	EG_R_TIMEOUT,
+	EG_R_DNS_FAILURE,
+	EG_R_CONNECT_FAILED,
+	EG_R_CONNECT_TIMEOUT,
+	EG_R_TOO_MANY,
+	EG_R_LOOP,
+	EG_R_SHUTDOWN
+};
+extern const char *const eg_reason_name[];
+
+enum eg_end {
+	EG_END_NONE,
+	EG_END_CLIENT_CLOSED,
+	EG_END_UPSTREAM_CLOSED,
+	EG_END_IDLE_TIMEOUT,
+	EG_END_PHASE_CHANGE,
+	EG_END_RELOAD,
+	EG_END_SNI_MISMATCH,
+	EG_END_SHUTDOWN,
+	EG_END_DONE,
+	EG_END_ERROR
+};
+extern const char *const eg_end_name[];
+
+struct eg_session {
+	char			 name[64];
+	int			 is_default;
+	/* Guarded by egress.lock: the phase and its name in ex->cfg. */
+	const struct eg_phase	*phase;
+	uint64_t		 gen;	/* bumped by every phase/cfg swap */
+};
+
+struct eg_lsock {			/* a bound listening socket */
+	int			 fd;
+	enum eg_listen_kind	 kind;
+	char			*text;	/* as configured */
+	char			*path;	/* Unix: unlinked at exit */
+	struct sockaddr_storage	 ss;	/* TCP: the bound address */
+	socklen_t		 sslen;
+	struct eg_session	*sess;
+	int			 keep;	/* reload bookkeeping */
+};
+
+struct eg_lio {				/* a worker's interest in a listener */
+	struct eg_io		 io;
+	struct eg_lsock		*ls;
+	struct eg_worker	*w;
+};
+
+struct eg_worker {
+	struct egress		*ex;
+	unsigned		 idx;
+	pthread_t		 thr;
+	int			 thr_started;
+	struct eg_loop		*loop;
+	struct eg_dns		*dns;
+	struct eg_lio		*lio;
+	size_t			 nlio;
+	struct eg_timer		 accept_pause;
+	int			 paused;
+	struct eg_conn		*conns;		/* every live connection */
+	struct eg_conn		*dead;		/* freed after the batch */
+	void			*bufpool;	/* free tunnel buffers */
+	unsigned		 nbufpool;
+	int			 stopped;
+	uint8_t			 scratch[65536];
+};
+
+struct eg_ovr { char *key, *value; };
+
+struct egress {
+	char			 errmsg[8192];
+	char			*cfg_path;	/* NULL: text or default */
+	char			*cfg_text;
+	struct eg_ovr		*ovr;
+	size_t			 novr;
+
+	pthread_rwlock_t	 lock;		/* rd: a decision and its audit
+						   line; wr: cfg/phase swaps */
+	pthread_mutex_t		 ctl;		/* serialises control calls */
+	struct eg_cfg		*cfg;		/* current snapshot */
+	struct eg_session	 def;
+
+	struct eg_audit		*audit;
+	struct eg_lsock		*ls;
+	size_t			 nls;
+	struct eg_worker	*w;
+	size_t			 nw;
+
+	egress_log_cb		 logcb;
+	void			*logarg;
+	struct {
+		egress_event_cb	 cb;
+		void		*arg;
+	}			 subs[8];
+	size_t			 nsubs;
+	char			 unix_client[32];
+
+	uint64_t		 next_id;	/* atomic */
+	uint64_t		 total;		/* atomic */
+	unsigned		 active;	/* atomic */
+	pthread_mutex_t		 climtx;
+	struct eg_client	*clients[1024];
+
+	int			 started;
+	int			 running;
+	volatile int		 stopping;
+	int64_t			 started_ms;
+
+	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
+	size_t			 nifaddrs;
+};
+
+/* log.c */
+void	eg_log(struct egress *, int level, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* conn.c */
+void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
+	    const struct sockaddr *, socklen_t);
+void	eg_conn_reap(struct eg_worker *);
+/* Close connections of sess that cfg/phase no longer allow; count. */
+unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
+	    enum eg_end);
+void	eg_conn_close_all(struct eg_worker *, enum eg_end);
+
+/* proxy.c */
+void	eg_emit(struct egress *, struct egress_event *);
+int	eg_client_acquire(struct egress *, const struct sockaddr *,
+	    unsigned max);
+void	eg_client_release(struct egress *, const struct sockaddr *);
+int	eg_is_loop(struct egress *, const struct sockaddr *);
+int64_t	eg_wall_ms(void);
+
+#endif

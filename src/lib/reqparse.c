@@ -1,0 +1,832 @@
+/*
+ * reqparse.c: the strict HTTP/1.x head parser for proxy requests and
+ * upstream responses, the hop-by-hop filter that rewrites heads for
+ * forwarding, and a byte-transparent chunked-body framer.  It never
+ * allocates and never reads past the length it is given: hostile input
+ * is the normal case, and anything the grammar does not allow is refused.
+ */
+#include "egress-int.h"
+
+#include <limits.h>
+
+#include "reqparse.h"
+
+#define CHUNK_LINE_MAX	4096	/* chunk-size line or trailer line */
+#define CHUNK_HEX_MAX	15	/* hex digits in a chunk size: < 2^60 */
+
+/* What the header lines said about framing and the connection. */
+struct hdr_info {
+	int64_t	 content_length;
+	int	 ncl;		/* Content-Length lines */
+	int	 nte;		/* Transfer-Encoding lines */
+	int	 chunked;
+	int	 nhost;		/* Host lines */
+	size_t	 host_idx;	/* index of the Host line in hdr[] */
+	int	 conn_close;	/* Connection: close */
+	int	 conn_keepalive;	/* Connection: keep-alive */
+};
+
+/* Output cursor for the head writers; overflows are sticky. */
+struct obuf {
+	char	*p;
+	size_t	 cap;
+	size_t	 len;
+	int	 over;
+};
+
+/* RFC 9110 tchar. */
+static int
+is_tchar(uint8_t c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* A byte allowed in a field value or reason phrase: HT, SP, VCHAR, obs-text. */
+static int
+is_vbyte(uint8_t c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+static int
+is_ows(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static uint8_t
+lc(uint8_t c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A' + 'a';
+	return c;
+}
+
+/* Case-insensitive compare of n bytes at p with the lower-case string s. */
+static int
+ieq(const uint8_t *p, size_t n, const char *s)
+{
+	size_t i;
+
+	if (strlen(s) != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (lc(p[i]) != (uint8_t)s[i])
+			return 0;
+	return 1;
+}
+
+static enum eg_parse
+bad(const char **why, const char *reason)
+{
+	if (why != NULL)
+		*why = reason;
+	return EG_PARSE_BAD;
+}
+
+/*
+ * Find the CRLF that ends the line starting at off.  Returns 0 and the
+ * offset of its CR in *eol, or -1 for a bare LF, a lone CR or no end.
+ */
+static int
+find_eol(const uint8_t *buf, size_t len, size_t off, size_t *eol)
+{
+	size_t i;
+
+	for (i = off; i < len; i++) {
+		if (buf[i] == '\n')
+			return -1;
+		if (buf[i] == '\r') {
+			if (i + 1 >= len || buf[i + 1] != '\n')
+				return -1;
+			*eol = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+enum eg_parse
+eg_head_scan(const uint8_t *buf, size_t len, size_t *scan, size_t *head_len)
+{
+	size_t i;
+	uint8_t c;
+
+	for (i = *scan; i < len; i++) {
+		c = buf[i];
+		if (c == '\r') {
+			if (i + 1 == len) {
+				*scan = i;	/* decide when LF can be seen */
+				return EG_PARSE_AGAIN;
+			}
+			if (buf[i + 1] != '\n')
+				return EG_PARSE_BAD;
+			continue;
+		}
+		if (c == '\n') {
+			if (i == 0 || buf[i - 1] != '\r')
+				return EG_PARSE_BAD;
+			if (i >= 3 && buf[i - 2] == '\n' &&
+			    buf[i - 3] == '\r') {
+				*scan = i + 1;
+				*head_len = i + 1;
+				return EG_PARSE_OK;
+			}
+			continue;
+		}
+		/* No control byte but HT belongs anywhere in a head. */
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return EG_PARSE_BAD;
+	}
+	*scan = len;
+	return EG_PARSE_AGAIN;
+}
+
+/* Content-Length: 1*DIGIT, within int64_t. */
+static int
+parse_clen(const uint8_t *p, size_t n, int64_t *out)
+{
+	int64_t v = 0;
+	size_t i;
+	int d;
+
+	if (n == 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		d = p[i] - '0';
+		if (v > (INT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * Walk the comma-separated list in a Connection value.  Every element
+ * must be a token (empty elements are skipped).  With want == NULL, check
+ * the syntax and note close / keep-alive in hi; otherwise return 1 if
+ * the list names want (want_len bytes).
+ */
+static int
+conn_tokens(const uint8_t *v, size_t n, struct hdr_info *hi,
+    const uint8_t *want, size_t want_len)
+{
+	size_t i = 0, s, e, k;
+
+	while (i <= n) {
+		s = i;
+		while (i < n && v[i] != ',')
+			i++;
+		e = i;
+		while (s < e && is_ows(v[s]))
+			s++;
+		while (e > s && is_ows(v[e - 1]))
+			e--;
+		for (k = s; k < e; k++)
+			if (!is_tchar(v[k]))
+				return -1;
+		if (want != NULL) {
+			if (e - s == want_len) {
+				for (k = 0; k < want_len; k++)
+					if (lc(v[s + k]) != lc(want[k]))
+						break;
+				if (k == want_len)
+					return 1;
+			}
+		} else if (hi != NULL) {
+			if (ieq(v + s, e - s, "close"))
+				hi->conn_close = 1;
+			else if (ieq(v + s, e - s, "keep-alive"))
+				hi->conn_keepalive = 1;
+		}
+		i++;		/* past ',' (or past the end) */
+	}
+	return 0;
+}
+
+/*
+ * Parse header lines from off up to and including the empty line.  Fills
+ * hdr[] and *nhdr, collects framing facts in *hi and sets *head_len.
+ */
+static enum eg_parse
+parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
+    size_t *nhdr, struct hdr_info *hi, size_t *head_len, const char **why)
+{
+	const uint8_t *name, *val;
+	size_t eol, i, nlen, vs, ve;
+	struct eg_hdr *h;
+
+	memset(hi, 0, sizeof(*hi));
+	hi->content_length = -1;
+	*nhdr = 0;
+	for (;;) {
+		if (find_eol(buf, len, off, &eol) == -1)
+			return bad(why, "bad line ending");
+		if (eol == off)
+			break;		/* the empty line: end of head */
+		if (is_ows(buf[off]))
+			return bad(why, "obs-fold not allowed");
+		if (*nhdr == EG_MAX_HEADERS) {
+			if (why != NULL)
+				*why = "too many headers";
+			return EG_PARSE_TOOBIG;
+		}
+		for (i = off; i < eol && is_tchar(buf[i]); i++)
+			;
+		nlen = i - off;
+		if (i == eol || buf[i] != ':') {
+			if (i < eol && is_ows(buf[i]))
+				return bad(why, "whitespace before colon");
+			return bad(why, "bad header name");
+		}
+		if (nlen == 0)
+			return bad(why, "empty header name");
+		vs = i + 1;
+		ve = eol;
+		for (i = vs; i < ve; i++)
+			if (!is_vbyte(buf[i]))
+				return bad(why,
+				    "bad character in header value");
+		while (vs < ve && is_ows(buf[vs]))
+			vs++;
+		while (ve > vs && is_ows(buf[ve - 1]))
+			ve--;
+		h = &hdr[(*nhdr)++];
+		h->name_off = off;
+		h->name_len = nlen;
+		h->value_off = vs;
+		h->value_len = ve - vs;
+		name = buf + off;
+		val = buf + vs;
+
+		if (ieq(name, nlen, "content-length")) {
+			hi->ncl++;
+			if (hi->ncl > 1)
+				return bad(why, "duplicate Content-Length");
+			if (parse_clen(val, ve - vs, &hi->content_length) == -1)
+				return bad(why, "bad Content-Length");
+		} else if (ieq(name, nlen, "transfer-encoding")) {
+			hi->nte++;
+			if (hi->nte > 1)
+				return bad(why,
+				    "duplicate Transfer-Encoding");
+			if (!ieq(val, ve - vs, "chunked"))
+				return bad(why,
+				    "unsupported Transfer-Encoding");
+			hi->chunked = 1;
+		} else if (ieq(name, nlen, "host")) {
+			hi->nhost++;
+			if (hi->nhost > 1)
+				return bad(why, "duplicate Host");
+			hi->host_idx = *nhdr - 1;
+		} else if (ieq(name, nlen, "connection")) {
+			if (conn_tokens(val, ve - vs, hi, NULL, 0) == -1)
+				return bad(why, "bad Connection header");
+		}
+		off = eol + 2;
+	}
+	*head_len = eol + 2;
+	if (hi->ncl && hi->nte)
+		return bad(why, "Content-Length with Transfer-Encoding");
+	return EG_PARSE_OK;
+}
+
+/*
+ * The host[:port] of a Host header must name what the URL names.  The
+ * port defaults to 80, as for the URL.
+ */
+static int
+host_matches(const uint8_t *v, size_t n, const struct eg_req *req)
+{
+	struct eg_host h;
+	const char *why;
+	const char *s = (const char *)v;
+	size_t i, hlen;
+	uint16_t port = 80;
+
+	if (n == 0)
+		return 0;
+	if (s[0] == '[') {
+		for (hlen = 0; hlen < n && s[hlen] != ']'; hlen++)
+			;
+		if (hlen == n)
+			return 0;
+		hlen++;
+	} else {
+		for (hlen = 0; hlen < n && s[hlen] != ':'; hlen++)
+			;
+	}
+	if (hlen < n) {
+		if (s[hlen] != ':')
+			return 0;
+		if (eg_port_parse(s + hlen + 1, n - hlen - 1, &port) == -1)
+			return 0;
+	}
+	for (i = 0; i < hlen; i++)
+		if (s[i] == '%' || s[i] == '@')
+			return 0;
+	if (eg_host_parse(s, hlen, &h, &why) == -1)
+		return 0;
+	return h.kind == req->host.kind && port == req->port &&
+	    strcmp(h.name, req->host.name) == 0;
+}
+
+/* CONNECT host:port: the authority form and nothing else. */
+static enum eg_parse
+parse_connect_target(const uint8_t *t, size_t tl, struct eg_req *req,
+    const char **why)
+{
+	size_t i;
+
+	for (i = 0; i < tl; i++) {
+		switch (t[i]) {
+		case '/':
+		case '?':
+		case '#':
+			return bad(why, "CONNECT needs host:port");
+		case '@':
+			return bad(why, "userinfo not allowed");
+		case '%':
+			return bad(why, "percent-encoding in host");
+		}
+	}
+	if (eg_authority_parse((const char *)t, tl, &req->host, &req->port,
+	    why) == -1)
+		return EG_PARSE_BAD;
+	return EG_PARSE_OK;
+}
+
+/*
+ * http://host[:port][/path[?query]] at buf offset toff, tl bytes.  An
+ * empty path becomes the "/" that ends "://", so path_off always points
+ * at a real origin-form target inside buf.
+ */
+static enum eg_parse
+parse_absolute_target(const uint8_t *buf, size_t toff, size_t tl,
+    struct eg_req *req, const char **why)
+{
+	const uint8_t *t = buf + toff;
+	size_t i, a, ae, hlen;
+
+	if (tl > 0 && t[0] == '/')
+		return bad(why, "origin-form request");
+	for (i = 0; i < tl && t[i] != ':'; i++)
+		;
+	if (i + 3 > tl || t[i + 1] != '/' || t[i + 2] != '/')
+		return bad(why, "bad request target");
+	if (ieq(t, i, "https"))
+		return bad(why, "https URL not supported");
+	if (!ieq(t, i, "http"))
+		return bad(why, "unsupported scheme");
+	for (a = 0; a < tl; a++)
+		if (t[a] == '#')
+			return bad(why, "fragment in URL");
+	a = i + 3;
+	for (ae = a; ae < tl && t[ae] != '/' && t[ae] != '?'; ae++) {
+		if (t[ae] == '@')
+			return bad(why, "userinfo not allowed");
+		if (t[ae] == '%')
+			return bad(why, "percent-encoding in host");
+	}
+	if (ae < tl && t[ae] == '?')
+		return bad(why, "query without path");
+
+	/* host [":" port] in t[a..ae) */
+	if (a < ae && t[a] == '[') {
+		for (hlen = 0; a + hlen < ae && t[a + hlen] != ']'; hlen++)
+			;
+		if (a + hlen == ae)
+			return bad(why, "bad IPv6 literal");
+		hlen++;
+	} else {
+		for (hlen = 0; a + hlen < ae && t[a + hlen] != ':'; hlen++)
+			;
+	}
+	if (eg_host_parse((const char *)t + a, hlen, &req->host, why) == -1)
+		return EG_PARSE_BAD;
+	req->port = 80;
+	if (a + hlen < ae) {
+		if (t[a + hlen] != ':')
+			return bad(why, "bad character after IPv6 literal");
+		if (eg_port_parse((const char *)t + a + hlen + 1,
+		    ae - a - hlen - 1, &req->port) == -1)
+			return bad(why, "bad port");
+	}
+	if (ae == tl) {
+		req->path_off = toff + i + 2;	/* the second '/' of "://" */
+		req->path_len = 1;
+	} else {
+		req->path_off = toff + ae;
+		req->path_len = tl - ae;
+	}
+	return EG_PARSE_OK;
+}
+
+enum eg_parse
+eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
+    const char **why)
+{
+	struct hdr_info hi;
+	enum eg_parse r;
+	size_t eol, i, ml, toff, tl;
+
+	memset(req, 0, sizeof(*req));
+	req->content_length = -1;
+	if (why != NULL)
+		*why = NULL;
+	if (find_eol(buf, len, 0, &eol) == -1)
+		return bad(why, "bad line ending");
+
+	/* method SP */
+	for (ml = 0; ml < eol && buf[ml] != ' '; ml++) {
+		if (!is_tchar(buf[ml]) || (buf[ml] >= 'a' && buf[ml] <= 'z'))
+			return bad(why, "bad method");
+	}
+	if (ml == 0 || ml == eol)
+		return bad(why, "bad request line");
+	if (ml >= sizeof(req->method))
+		return bad(why, "method too long");
+	memcpy(req->method, buf, ml);
+	req->method[ml] = '\0';
+
+	/* target SP: visible ASCII only */
+	toff = ml + 1;
+	for (i = toff; i < eol && buf[i] != ' '; i++)
+		if (buf[i] <= 0x20 || buf[i] >= 0x7f)
+			return bad(why, "bad character in request target");
+	tl = i - toff;
+	if (tl == 0 || i == eol)
+		return bad(why, "bad request line");
+
+	/* HTTP-version CRLF */
+	i++;
+	if (eol - i != 8 || memcmp(buf + i, "HTTP/1.", 7) != 0 ||
+	    (buf[i + 7] != '0' && buf[i + 7] != '1'))
+		return bad(why, "bad HTTP version");
+	req->minor = buf[i + 7] - '0';
+
+	if (strcmp(req->method, "CONNECT") == 0) {
+		req->form = EG_REQ_CONNECT;
+		r = parse_connect_target(buf + toff, tl, req, why);
+	} else {
+		req->form = EG_REQ_ABSOLUTE;
+		r = parse_absolute_target(buf, toff, tl, req, why);
+	}
+	if (r != EG_PARSE_OK)
+		return r;
+
+	r = parse_headers(buf, len, eol + 2, req->hdr, &req->nhdr, &hi,
+	    &req->head_len, why);
+	if (r != EG_PARSE_OK)
+		return r;
+	if (req->form == EG_REQ_ABSOLUTE) {
+		req->content_length = hi.content_length;
+		req->chunked = hi.chunked;
+		if (hi.nhost && !host_matches(buf +
+		    req->hdr[hi.host_idx].value_off,
+		    req->hdr[hi.host_idx].value_len, req))
+			return bad(why, "Host header differs from URL");
+	}
+	req->close = hi.conn_close || (req->minor == 0 && !hi.conn_keepalive);
+	return EG_PARSE_OK;
+}
+
+enum eg_parse
+eg_resp_parse(const uint8_t *buf, size_t len, struct eg_resp *resp,
+    const char **why)
+{
+	struct hdr_info hi;
+	enum eg_parse r;
+	size_t eol, i;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->content_length = -1;
+	if (why != NULL)
+		*why = NULL;
+	if (find_eol(buf, len, 0, &eol) == -1)
+		return bad(why, "bad line ending");
+	/* "HTTP/1.x SSS" then SP reason, or nothing (tolerated) */
+	if (eol < 12 || memcmp(buf, "HTTP/1.", 7) != 0 ||
+	    (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ')
+		return bad(why, "bad status line");
+	resp->minor = buf[7] - '0';
+	for (i = 9; i < 12; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return bad(why, "bad status code");
+		resp->status = resp->status * 10 + (buf[i] - '0');
+	}
+	if (resp->status < 100 || resp->status > 599)
+		return bad(why, "bad status code");
+	if (eol > 12 && buf[12] != ' ')
+		return bad(why, "bad status line");
+	for (i = 13; i < eol; i++)
+		if (!is_vbyte(buf[i]))
+			return bad(why, "bad character in reason");
+
+	r = parse_headers(buf, len, eol + 2, resp->hdr, &resp->nhdr, &hi,
+	    &resp->head_len, why);
+	if (r != EG_PARSE_OK)
+		return r;
+	resp->content_length = hi.content_length;
+	resp->chunked = hi.chunked;
+	resp->nobody = (resp->status < 200 || resp->status == 204 ||
+	    resp->status == 304);
+	resp->close = hi.conn_close ||
+	    (resp->minor == 0 && !hi.conn_keepalive);
+	/* A body delimited by the end of the connection ends it too. */
+	if (!resp->nobody && !resp->chunked && resp->content_length == -1)
+		resp->close = 1;
+	return EG_PARSE_OK;
+}
+
+static void
+ob_put(struct obuf *o, const void *p, size_t n)
+{
+	if (o->over || n > o->cap - o->len) {
+		o->over = 1;
+		return;
+	}
+	memcpy(o->p + o->len, p, n);
+	o->len += n;
+}
+
+static void
+ob_puts(struct obuf *o, const char *s)
+{
+	ob_put(o, s, strlen(s));
+}
+
+/*
+ * Is header h hop-by-hop: one of the fixed names, Proxy-*, or a name
+ * listed in any Connection header of hdr[]?
+ */
+static int
+hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
+    const struct eg_hdr *h)
+{
+	static const char *const fixed[] = {
+		"connection", "keep-alive", "te", "trailer", "upgrade"
+	};
+	const uint8_t *name = buf + h->name_off;
+	size_t i;
+
+	for (i = 0; i < nitems(fixed); i++)
+		if (ieq(name, h->name_len, fixed[i]))
+			return 1;
+	if (h->name_len >= 6 && ieq(name, 6, "proxy-"))
+		return 1;
+	for (i = 0; i < nhdr; i++) {
+		if (!ieq(buf + hdr[i].name_off, hdr[i].name_len, "connection"))
+			continue;
+		if (conn_tokens(buf + hdr[i].value_off, hdr[i].value_len,
+		    NULL, name, h->name_len) == 1)
+			return 1;
+	}
+	return 0;
+}
+
+/* Copy every end-to-end header, then our Connection header and CRLF. */
+static void
+put_headers(struct obuf *o, const uint8_t *buf, const struct eg_hdr *hdr,
+    size_t nhdr, int keepalive)
+{
+	size_t i;
+
+	for (i = 0; i < nhdr; i++) {
+		if (hop_by_hop(buf, hdr, nhdr, &hdr[i]))
+			continue;
+		ob_put(o, buf + hdr[i].name_off, hdr[i].name_len);
+		ob_puts(o, ": ");
+		ob_put(o, buf + hdr[i].value_off, hdr[i].value_len);
+		ob_puts(o, "\r\n");
+	}
+	ob_puts(o, keepalive ? "Connection: keep-alive\r\n\r\n" :
+	    "Connection: close\r\n\r\n");
+}
+
+ssize_t
+eg_req_origin_head(const uint8_t *buf, const struct eg_req *req,
+    int keepalive, char *out, size_t cap)
+{
+	struct obuf o = { out, cap, 0, 0 };
+	char port[8];
+	size_t i;
+	int has_host = 0;
+
+	ob_puts(&o, req->method);
+	ob_puts(&o, " ");
+	if (req->path_len == 0)
+		ob_puts(&o, "/");
+	else
+		ob_put(&o, buf + req->path_off, req->path_len);
+	ob_puts(&o, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
+	for (i = 0; i < req->nhdr; i++)
+		if (ieq(buf + req->hdr[i].name_off, req->hdr[i].name_len,
+		    "host"))
+			has_host = 1;
+	if (!has_host) {
+		/* HTTP/1.1 origin servers require one; the URL supplies it. */
+		ob_puts(&o, "Host: ");
+		ob_put(&o, req->host.name, req->host.len);
+		if (req->port != 80) {
+			snprintf(port, sizeof(port), ":%u",
+			    (unsigned int)req->port);
+			ob_puts(&o, port);
+		}
+		ob_puts(&o, "\r\n");
+	}
+	put_headers(&o, buf, req->hdr, req->nhdr, keepalive);
+	if (o.over || o.len > SSIZE_MAX)
+		return -1;
+	return (ssize_t)o.len;
+}
+
+ssize_t
+eg_resp_head(const uint8_t *buf, const struct eg_resp *resp, int keepalive,
+    char *out, size_t cap)
+{
+	struct obuf o = { out, cap, 0, 0 };
+	size_t eol = 0;
+
+	/* The status line is copied as received; it was validated. */
+	while (eol + 1 < resp->head_len && buf[eol] != '\r')
+		eol++;
+	ob_put(&o, buf, eol);
+	ob_puts(&o, "\r\n");
+	put_headers(&o, buf, resp->hdr, resp->nhdr, keepalive);
+	if (o.over || o.len > SSIZE_MAX)
+		return -1;
+	return (ssize_t)o.len;
+}
+
+/* eg_chunk.state values. */
+enum {
+	CS_SIZE0,	/* first hex digit of a chunk size */
+	CS_SIZE,	/* more hex digits, ';', BWS or CR */
+	CS_BWS,		/* whitespace after the size: only ';' may follow */
+	CS_EXT,		/* chunk extension, up to CR */
+	CS_SIZE_LF,	/* LF ending the size line */
+	CS_DATA,	/* remain bytes of chunk data */
+	CS_DATA_CR,	/* CR after chunk data */
+	CS_DATA_LF,	/* LF after chunk data */
+	CS_TRL_START,	/* start of a trailer line, or the final CRLF */
+	CS_TRL,		/* inside a trailer line, up to CR */
+	CS_TRL_LF,	/* LF ending a trailer line */
+	CS_END_LF,	/* LF of the final empty line */
+	CS_DONE,	/* the body has ended */
+	CS_BAD		/* framing error; sticky */
+};
+
+void
+eg_chunk_init(struct eg_chunk *ck)
+{
+	memset(ck, 0, sizeof(*ck));
+	ck->state = CS_SIZE0;
+}
+
+static int
+hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+ssize_t
+eg_chunk_feed(struct eg_chunk *ck, const uint8_t *p, size_t n, int *done)
+{
+	size_t i = 0, take;
+	uint8_t c;
+	int h;
+
+	*done = 0;
+	if (n > SSIZE_MAX)
+		n = SSIZE_MAX;
+	while (i < n) {
+		if (ck->state == CS_DONE) {
+			*done = 1;
+			return (ssize_t)i;
+		}
+		if (ck->state == CS_BAD)
+			return -1;
+		if (ck->state == CS_DATA) {
+			take = n - i;
+			if (take > ck->remain)
+				take = (size_t)ck->remain;
+			ck->remain -= take;
+			i += take;
+			if (ck->remain == 0)
+				ck->state = CS_DATA_CR;
+			continue;
+		}
+		c = p[i++];
+		switch (ck->state) {
+		case CS_SIZE0:
+		case CS_SIZE:
+			h = hexval(c);
+			if (h >= 0) {
+				if (ck->linelen == CHUNK_HEX_MAX)
+					goto fail;
+				ck->remain = (ck->remain << 4) | (uint64_t)h;
+				ck->linelen++;
+				ck->state = CS_SIZE;
+			} else if (ck->state == CS_SIZE0) {
+				goto fail;
+			} else if (c == ';') {
+				ck->linelen++;
+				ck->state = CS_EXT;
+			} else if (is_ows(c)) {
+				ck->linelen++;
+				ck->state = CS_BWS;
+			} else if (c == '\r') {
+				ck->state = CS_SIZE_LF;
+			} else {
+				goto fail;
+			}
+			break;
+		case CS_BWS:
+			ck->linelen++;
+			if (ck->linelen > CHUNK_LINE_MAX)
+				goto fail;
+			if (c == ';')
+				ck->state = CS_EXT;
+			else if (!is_ows(c))
+				goto fail;
+			break;
+		case CS_EXT:
+			if (c == '\r') {
+				ck->state = CS_SIZE_LF;
+				break;
+			}
+			ck->linelen++;
+			if (!is_vbyte(c) || ck->linelen > CHUNK_LINE_MAX)
+				goto fail;
+			break;
+		case CS_SIZE_LF:
+			if (c != '\n')
+				goto fail;
+			ck->linelen = 0;
+			ck->state = ck->remain == 0 ? CS_TRL_START : CS_DATA;
+			break;
+		case CS_DATA_CR:
+			if (c != '\r')
+				goto fail;
+			ck->state = CS_DATA_LF;
+			break;
+		case CS_DATA_LF:
+			if (c != '\n')
+				goto fail;
+			ck->remain = 0;
+			ck->linelen = 0;
+			ck->state = CS_SIZE0;
+			break;
+		case CS_TRL_START:
+			if (c == '\r') {
+				ck->state = CS_END_LF;
+				break;
+			}
+			if (!is_vbyte(c))
+				goto fail;
+			ck->linelen = 1;
+			ck->state = CS_TRL;
+			break;
+		case CS_TRL:
+			if (c == '\r') {
+				ck->state = CS_TRL_LF;
+				break;
+			}
+			ck->linelen++;
+			if (!is_vbyte(c) || ck->linelen > CHUNK_LINE_MAX)
+				goto fail;
+			break;
+		case CS_TRL_LF:
+			if (c != '\n')
+				goto fail;
+			ck->state = CS_TRL_START;
+			break;
+		case CS_END_LF:
+			if (c != '\n')
+				goto fail;
+			ck->state = CS_DONE;
+			break;
+		default:
+			goto fail;
+		}
+	}
+	if (ck->state == CS_DONE)
+		*done = 1;
+	return (ssize_t)i;
+fail:
+	ck->state = CS_BAD;
+	return -1;
+}

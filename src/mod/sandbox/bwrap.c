@@ -1,0 +1,370 @@
+/*
+ * bwrap.c: the bubblewrap side of "egressd run".  It finds the launcher
+ * in the system directories, lists what must be hidden (home directories)
+ * or bound in (the proxy socket, the egressd binary and any library it
+ * was loaded from), builds the bwrap command line, and explains in plain
+ * words why a sandbox could not be created.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+void
+sb_strv_add(struct sb_strv *sv, const char *s)
+{
+	char **nv, *d;
+	size_t ncap;
+
+	if (sv->oom)
+		return;
+	if (sv->n + 2 > sv->cap) {
+		ncap = sv->cap ? sv->cap * 2 : 16;
+		nv = realloc(sv->v, ncap * sizeof(*nv));
+		if (nv == NULL) {
+			sv->oom = 1;
+			return;
+		}
+		sv->v = nv;
+		sv->cap = ncap;
+	}
+	d = strdup(s);
+	if (d == NULL) {
+		sv->oom = 1;
+		return;
+	}
+	sv->v[sv->n++] = d;
+	sv->v[sv->n] = NULL;
+}
+
+void
+sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
+{
+	size_t la, lb;
+	char *s;
+
+	la = strlen(a);
+	lb = strlen(b);
+	s = malloc(la + lb + 1);
+	if (s == NULL) {
+		sv->oom = 1;
+		return;
+	}
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb + 1);
+	sb_strv_add(sv, s);
+	free(s);
+}
+
+int
+sb_strv_has(const struct sb_strv *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		if (strcmp(sv->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+void
+sb_strv_free(struct sb_strv *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+	sv->oom = 0;
+}
+
+int
+sb_path_under(const char *path, const char *dir)
+{
+	size_t n;
+
+	n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 1 && dir[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 &&
+	    (path[n] == '\0' || path[n] == '/');
+}
+
+const char *
+sb_bwrap_find(char *buf, size_t len)
+{
+	/* never $PATH: a planted bwrap there would see everything */
+	static const char *const dirs[] = {
+		"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"
+	};
+	struct stat st;
+	size_t i;
+	int n;
+
+	for (i = 0; i < nitems(dirs); i++) {
+		n = snprintf(buf, len, "%s/bwrap", dirs[i]);
+		if (n < 0 || (size_t)n >= len)
+			continue;
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(buf, X_OK) == 0)
+			return buf;
+	}
+	return NULL;
+}
+
+/* Add the resolved directory p to out unless absent, "/" or covered. */
+static void
+homes_add(struct sb_strv *out, const char *p)
+{
+	char rp[PATH_MAX];
+	struct stat st;
+	size_t i;
+
+	if (p == NULL || p[0] != '/' || realpath(p, rp) == NULL)
+		return;
+	if (strcmp(rp, "/") == 0 || stat(rp, &st) == -1 ||
+	    !S_ISDIR(st.st_mode))
+		return;
+	for (i = 0; i < out->n; i++)
+		if (sb_path_under(rp, out->v[i]))
+			return;
+	sb_strv_add(out, rp);
+}
+
+void
+sb_homes(struct sb_strv *out, const char *home)
+{
+	struct passwd *pw;
+	static const char *const sys[] = {
+		"/", "/bin", "/sbin", "/usr", "/usr/bin", "/usr/sbin", "/etc",
+		"/dev", "/proc", "/var", "/tmp", "/nonexistent", "/run"
+	};
+	size_t i;
+	int skip;
+
+	homes_add(out, "/home");
+	homes_add(out, "/root");
+	if (home != NULL && home[0] != '\0')
+		homes_add(out, home);
+	/* regular users' homes elsewhere (/var/home, /srv/users ...) */
+	setpwent();
+	while ((pw = getpwent()) != NULL) {
+		if (pw->pw_uid < 1000 || pw->pw_uid == 65534 ||
+		    pw->pw_dir == NULL)
+			continue;
+		skip = 0;
+		for (i = 0; i < nitems(sys); i++)
+			if (strcmp(pw->pw_dir, sys[i]) == 0)
+				skip = 1;
+		if (!skip)
+			homes_add(out, pw->pw_dir);
+	}
+	endpwent();
+}
+
+void
+sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
+{
+	char line[PATH_MAX + 256], *p, *nl;
+	FILE *fp;
+	size_t i;
+
+	fp = fopen("/proc/self/maps", "re");
+	if (fp == NULL)
+		return;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		nl = strchr(line, '\n');
+		if (nl == NULL)
+			continue;	/* too long: not ours to guess */
+		*nl = '\0';
+		p = strchr(line, '/');
+		if (p == NULL || strstr(p, " (deleted)") != NULL)
+			continue;
+		if (sb_strv_has(out, p))
+			continue;
+		for (i = 0; i < hidden->n; i++) {
+			if (sb_path_under(p, hidden->v[i])) {
+				sb_strv_add(out, p);
+				break;
+			}
+		}
+	}
+	fclose(fp);
+}
+
+int
+sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
+{
+	static const char *const tmpfs[] = { "/tmp", "/var/tmp", "/run" };
+	char num[16];
+	size_t i;
+
+	sb_strv_add(a, s->bwrap);
+	sb_strv_add(a, "--unshare-all");	/* network included */
+	sb_strv_add(a, "--die-with-parent");
+	sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "--dev");
+	sb_strv_add(a, "/dev");
+	sb_strv_add(a, "--proc");
+	sb_strv_add(a, "/proc");
+	for (i = 0; i < nitems(tmpfs); i++) {
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, tmpfs[i]);
+	}
+	/* later mounts go on top, so hide first, then bind */
+	for (i = 0; s->homes != NULL && i < s->homes->n; i++) {
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->homes->v[i]);
+	}
+	for (i = 0; s->libs != NULL && i < s->libs->n; i++) {
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->libs->v[i]);
+		sb_strv_add(a, s->libs->v[i]);
+	}
+	sb_strv_add(a, "--bind");
+	sb_strv_add(a, s->cwd);
+	sb_strv_add(a, s->cwd);
+	for (i = 0; s->rw != NULL && i < s->rw->n; i++) {
+		sb_strv_add(a, "--bind");
+		sb_strv_add(a, s->rw->v[i]);
+		sb_strv_add(a, s->rw->v[i]);
+	}
+	for (i = 0; s->ro != NULL && i < s->ro->n; i++) {
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->ro->v[i]);
+		sb_strv_add(a, s->ro->v[i]);
+	}
+	/*
+	 * The socket's directory is read-only inside, so the command can
+	 * connect to the socket but not remove or replace it.  A --proxy
+	 * socket is bound alone into a read-only tmpfs: its real directory
+	 * may hold the admin socket.
+	 */
+	if (s->sockdir != NULL) {
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockdir);
+		sb_strv_add(a, SB_IN_SOCKDIR);
+	} else {
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockfile);
+		sb_strv_add(a, SB_IN_SOCK);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, SB_IN_SOCKDIR);
+	}
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, s->exe);
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "--chdir");
+	sb_strv_add(a, s->cwd);
+	sb_strv_add(a, "--");
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "relay");
+	sb_strv_add(a, "--socket");
+	sb_strv_add(a, SB_IN_SOCK);
+	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
+	sb_strv_add(a, "--port");
+	sb_strv_add(a, num);
+	if (s->ready_fd != -1) {
+		snprintf(num, sizeof(num), "%d", s->ready_fd);
+		sb_strv_add(a, "--ready-fd");
+		sb_strv_add(a, num);
+	}
+	sb_strv_add(a, "--");
+	for (i = 0; s->cmd[i] != NULL; i++)
+		sb_strv_add(a, s->cmd[i]);
+	return a->oom ? -1 : 0;
+}
+
+/* Read a small integer sysctl; -1 when absent. */
+static long
+sysctl_num(const char *path)
+{
+	char buf[32];
+	FILE *fp;
+	long v = -1;
+
+	fp = fopen(path, "re");
+	if (fp == NULL)
+		return -1;
+	if (fgets(buf, sizeof(buf), fp) != NULL)
+		v = strtol(buf, NULL, 10);
+	fclose(fp);
+	return v;
+}
+
+void
+sb_bwrap_explain(const char *bwrap)
+{
+	struct stat st;
+	int setuid_bwrap;
+
+	setuid_bwrap = stat(bwrap, &st) == 0 && (st.st_mode & S_ISUID) &&
+	    st.st_uid == 0;
+	fprintf(stderr, "egressd: bubblewrap (%s) could not create the "
+	    "sandbox (its own message is above)\n", bwrap);
+	if (geteuid() != 0 && !setuid_bwrap &&
+	    sysctl_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	    == 1) {
+		fprintf(stderr,
+"egressd: cause: AppArmor forbids unprivileged user namespaces\n"
+"  (kernel.apparmor_restrict_unprivileged_userns=1, the default since\n"
+"  Ubuntu 23.10/24.04), and bwrap needs one.\n"
+"egressd: fix: give bwrap an AppArmor profile that allows them, as root:\n"
+"\n"
+"  cat > /etc/apparmor.d/bwrap <<'EOF'\n"
+"  abi <abi/4.0>,\n"
+"  include <tunables/global>\n"
+"  profile bwrap %s flags=(unconfined) {\n"
+"    userns,\n"
+"    include if exists <local/bwrap>\n"
+"  }\n"
+"  EOF\n"
+"  apparmor_parser -r /etc/apparmor.d/bwrap\n"
+"\n"
+"  (or, for the whole machine: sysctl "
+"kernel.apparmor_restrict_unprivileged_userns=0)\n", bwrap);
+		return;
+	}
+	if (geteuid() != 0 && !setuid_bwrap &&
+	    sysctl_num("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
+		fprintf(stderr,
+"egressd: cause: unprivileged user namespaces are disabled\n"
+"  (kernel.unprivileged_userns_clone=0).\n"
+"egressd: fix, as root: sysctl -w kernel.unprivileged_userns_clone=1\n"
+"  (persist it in /etc/sysctl.d/), or install bwrap setuid root.\n");
+		return;
+	}
+	if (sysctl_num("/proc/sys/user/max_user_namespaces") == 0) {
+		fprintf(stderr,
+"egressd: cause: user namespaces are disabled (user.max_user_namespaces=0).\n"
+"egressd: fix, as root: sysctl -w user.max_user_namespaces=15000\n"
+"  (persist it in /etc/sysctl.d/).\n");
+		return;
+	}
+	fprintf(stderr,
+"egressd: bwrap needs user, mount, PID and network namespaces; inside a\n"
+"  container they are often forbidden (Docker: run with a seccomp profile\n"
+"  that allows unshare/clone of namespaces, or --privileged).  Check with:\n"
+"    %s --unshare-all --ro-bind / / true\n"
+"  Use --sandbox none to run without isolation (not recommended).\n",
+	    bwrap);
+}

@@ -1,0 +1,1150 @@
+/*
+ * sandbox.c: "egressd run -- CMD", the sandbox module's entry point.  It
+ * starts the proxy in-process on a private Unix socket (or uses a running
+ * egressd's), scrubs the environment, launches CMD inside bubblewrap with
+ * egressd relay as the only way out (or directly, with --sandbox none),
+ * enforces the timeout and signals on the whole process tree, and exits
+ * with CMD's status after a one-line summary of the decisions.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/types.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "module.h"
+#include "sandbox.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC	(1U << 2)
+#endif
+
+extern char **environ;
+
+enum sb_mode { SB_AUTO, SB_BWRAP, SB_NONE };
+
+/* Variables whose name contains one of these (in any case) stay out. */
+static const char *const secret_words[] = {
+	"TOKEN", "SECRET", "PASSWORD", "API_KEY", "SSH_AUTH", "AWS_",
+	"GITHUB_"
+};
+
+/* Set by egressd, never passed through or overridden. */
+static const char *const proxy_vars[] = {
+	"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"
+};
+
+struct run_opts {
+	const char	*config;
+	const char	*phase;
+	const char	*proxy;		/* --proxy SOCKET */
+	const char	*audit;
+	enum sb_mode	 mode;
+	struct sb_strv	 rw, ro;	/* resolved */
+	struct sb_strv	 env;		/* NAME or NAME=VALUE */
+	double		 timeout;	/* seconds; 0: none */
+	char *const	*cmd;
+};
+
+/* Decision counters, bumped on loop threads. */
+struct run_counts {
+	unsigned long long	allow, block, fail;
+};
+
+static const char run_usage[] =
+"usage: egressd run [-c FILE] [--phase NAME] [--sandbox auto|bwrap|none]\n"
+"                   [--proxy SOCKET] [--rw PATH]... [--ro PATH]...\n"
+"                   [--env NAME[=VALUE]]... [--timeout SECONDS]\n"
+"                   [--audit PATH] -- CMD [ARGS]\n";
+
+static const char run_help[] =
+"\n"
+"Run CMD with egressd as its only way to the network.\n"
+"\n"
+"egressd starts a private proxy (from -c FILE, or the built-in default that\n"
+"allows only the common model APIs), then runs CMD inside bubblewrap: all\n"
+"namespaces unshared, so CMD has no network of its own; inside, egressd\n"
+"relay listens on 127.0.0.1:3128 and forwards to the proxy's Unix socket.\n"
+"CMD gets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) set to that\n"
+"address and NO_PROXY empty.  Every connection is decided by the allowlist\n"
+"of the phase and logged with client=sandbox.\n"
+"\n"
+"Inside the sandbox:\n"
+"  /                     read-only\n"
+"  /tmp /var/tmp /run    empty, private\n"
+"  /home /root $HOME     empty, private (your files and ~/.ssh are hidden)\n"
+"  the working dir       read-write (so are --rw paths)\n"
+"  --ro paths            read-only (to show something under a home dir)\n"
+"  no other processes, no SSH agent, no name resolution: the proxy resolves\n"
+"\n"
+"Options:\n"
+"  -c, --config FILE     proxy configuration (allowlists per phase)\n"
+"  -p, --phase NAME      the phase to run in\n"
+"  --sandbox MODE        auto (default): bubblewrap, or fail saying why;\n"
+"                        bwrap: the same; none: no isolation at all, CMD\n"
+"                        only gets the proxy variables (says so on stderr)\n"
+"  --proxy SOCKET        use a running egressd's Unix socket instead of a\n"
+"                        private proxy (its phase and audit log apply)\n"
+"  --rw PATH             also writable inside (repeatable)\n"
+"  --ro PATH             also readable inside (repeatable)\n"
+"  --env NAME            pass NAME through even if it looks secret\n"
+"  --env NAME=VALUE      set NAME for CMD (repeatable)\n"
+"  --timeout SECONDS     stop CMD's whole process tree after SECONDS\n"
+"                        (SIGTERM, 2 s grace, SIGKILL) and exit 124\n"
+"  --audit PATH          keep the audit log there (default: discarded)\n"
+"  -h, --help            this text\n"
+"\n"
+"Environment: variables whose name contains TOKEN, SECRET, PASSWORD,\n"
+"API_KEY, SSH_AUTH, AWS_ or GITHUB_ (any case) are removed; --env NAME\n"
+"keeps one.  Open file descriptors other than 0, 1, 2 are not passed.\n"
+"\n"
+"Exit status: CMD's (128+N if it died of signal N); 124 on --timeout;\n"
+"130/143 on SIGINT/SIGTERM; 1 configuration error; 2 usage error;\n"
+"3 when the proxy or the sandbox cannot be set up.\n"
+"\n"
+"Examples:\n"
+"  egressd run -c agent.ini --phase setup -- pip install -r req.txt\n"
+"  egressd run -c agent.ini --audit run.log --timeout 600 -- ./agent.sh\n"
+"  egressd run --rw ~/.cache/pip -- curl https://api.anthropic.com/\n"
+"\n"
+"See egressd-run(1).\n";
+
+static int
+usage_err(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("egressd run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n", stderr);
+	fputs(run_usage, stderr);
+	fputs("Try 'egressd run --help'.\n", stderr);
+	return 2;
+}
+
+/* 1 if name (length n) is one of the proxy variables, in any case. */
+static int
+is_proxy_var(const char *name, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(proxy_vars); i++)
+		if (strlen(proxy_vars[i]) == n &&
+		    strncasecmp(name, proxy_vars[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 if name (length n) contains one of the secret words, in any case. */
+static int
+is_secret(const char *name, size_t n)
+{
+	size_t i, j, w;
+
+	for (i = 0; i < nitems(secret_words); i++) {
+		w = strlen(secret_words[i]);
+		for (j = 0; j + w <= n; j++)
+			if (strncasecmp(name + j, secret_words[i], w) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+static int
+valid_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || isdigit((unsigned char)s[0]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* Length of the name part of "NAME=VALUE" or "NAME". */
+static size_t
+name_len(const char *s)
+{
+	const char *eq;
+
+	eq = strchr(s, '=');
+	return eq == NULL ? strlen(s) : (size_t)(eq - s);
+}
+
+/* 1 if --env mentions name (length n); *set gets 1 for NAME=VALUE. */
+static int
+env_opt(const struct run_opts *o, const char *name, size_t n, int *set)
+{
+	size_t i;
+
+	for (i = 0; i < o->env.n; i++) {
+		if (name_len(o->env.v[i]) == n &&
+		    strncmp(o->env.v[i], name, n) == 0) {
+			*set = o->env.v[i][n] == '=';
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * CMD's environment: ours without secrets and proxy variables, plus the
+ * --env settings, plus the proxy variables pointing at url.  The names
+ * removed are listed on stderr (names only, never values).
+ */
+static int
+env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
+{
+	static const char *const pv[] = {
+		"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=",
+		"ALL_PROXY=", "all_proxy="
+	};
+	char removed[512];
+	size_t i, n, rlen = 0;
+	int set, found;
+
+	removed[0] = '\0';
+	for (i = 0; environ != NULL && environ[i] != NULL; i++) {
+		n = name_len(environ[i]);
+		if (environ[i][n] != '=' || is_proxy_var(environ[i], n))
+			continue;
+		found = env_opt(o, environ[i], n, &set);
+		if (found && set)
+			continue;	/* replaced below */
+		if (!found && is_secret(environ[i], n)) {
+			if (rlen + n + 3 < sizeof(removed)) {
+				rlen += (size_t)snprintf(removed + rlen,
+				    sizeof(removed) - rlen, "%s%.*s",
+				    rlen ? ", " : "", (int)n, environ[i]);
+			}
+			continue;
+		}
+		sb_strv_add(out, environ[i]);
+	}
+	for (i = 0; i < o->env.n; i++) {
+		n = name_len(o->env.v[i]);
+		if (o->env.v[i][n] == '=')
+			sb_strv_add(out, o->env.v[i]);
+		else if (getenv(o->env.v[i]) == NULL)
+			fprintf(stderr, "egressd: --env %s: not set, not "
+			    "passed\n", o->env.v[i]);
+	}
+	for (i = 0; i < nitems(pv); i++)
+		sb_strv_add2(out, pv[i], url);
+	sb_strv_add(out, "NO_PROXY=");
+	sb_strv_add(out, "no_proxy=");
+	if (rlen > 0)
+		fprintf(stderr, "egressd: not passed to the command: %s "
+		    "(--env NAME passes one)\n", removed);
+	return out->oom ? -1 : 0;
+}
+
+/* Resolve path, which must exist, into out. */
+static int
+add_path(struct sb_strv *out, const char *opt, const char *path)
+{
+	char rp[PATH_MAX];
+
+	if (realpath(path, rp) == NULL) {
+		fprintf(stderr, "egressd run: %s %s: %s\n", opt, path,
+		    strerror(errno));
+		return -1;
+	}
+	sb_strv_add(out, rp);
+	return 0;
+}
+
+static int
+parse_opts(int argc, char *argv[], struct run_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "phase", required_argument, NULL, 'p' },
+		{ "sandbox", required_argument, NULL, 'S' },
+		{ "proxy", required_argument, NULL, 'P' },
+		{ "rw", required_argument, NULL, 'w' },
+		{ "ro", required_argument, NULL, 'r' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char *end;
+	size_t n;
+	int ch;
+
+	optind = 0;	/* glibc: full re-initialisation */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+c:p:h", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'p':
+			o->phase = optarg;
+			break;
+		case 'S':
+			if (strcmp(optarg, "auto") == 0)
+				o->mode = SB_AUTO;
+			else if (strcmp(optarg, "bwrap") == 0)
+				o->mode = SB_BWRAP;
+			else if (strcmp(optarg, "none") == 0)
+				o->mode = SB_NONE;
+			else
+				return usage_err("--sandbox %s: use auto, "
+				    "bwrap or none", optarg);
+			break;
+		case 'P':
+			o->proxy = optarg;
+			break;
+		case 'w':
+			if (add_path(&o->rw, "--rw", optarg) == -1)
+				return 2;
+			break;
+		case 'r':
+			if (add_path(&o->ro, "--ro", optarg) == -1)
+				return 2;
+			break;
+		case 'e':
+			n = name_len(optarg);
+			if (!valid_name(optarg, n))
+				return usage_err("--env %s: not a variable "
+				    "name", optarg);
+			if (is_proxy_var(optarg, n))
+				return usage_err("--env %s: the proxy "
+				    "variables are set by egressd", optarg);
+			sb_strv_add(&o->env, optarg);
+			break;
+		case 't':
+			errno = 0;
+			o->timeout = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    !(o->timeout > 0 && o->timeout <= 1e8))
+				return usage_err("--timeout %s: want seconds "
+				    "(> 0)", optarg);
+			break;
+		case 'a':
+			o->audit = optarg;
+			break;
+		case 'h':
+			fputs(run_usage, stdout);
+			fputs(run_help, stdout);
+			return 0;
+		default:
+			if (optopt != 0 && optopt != '?') {
+				char opt[3] = { '-', (char)optopt, '\0' };
+
+				return usage_err("%s: unknown option or "
+				    "missing argument", opt);
+			}
+			return usage_err("%s: unknown option or missing "
+			    "argument", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_err("%s", "no command given (egressd run "
+		    "[OPTIONS] -- CMD [ARGS])");
+	if (o->proxy != NULL && (o->config != NULL || o->phase != NULL ||
+	    o->audit != NULL))
+		return usage_err("%s", "--proxy uses a running egressd: -c, "
+		    "--phase and --audit belong to its configuration");
+	if (o->env.oom || o->rw.oom || o->ro.oom)
+		return usage_err("%s", "out of memory");
+	o->cmd = argv + optind;
+	return -1;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Every descendant of root, from /proc (we are a child subreaper, so an
+ * orphan of our tree is still ours).  Returns a malloc'd array, count in
+ * *np, or NULL.
+ */
+static pid_t *
+descendants(pid_t root, size_t *np)
+{
+	struct { pid_t pid, ppid; } *all = NULL, *na;
+	char path[64], buf[512], *p;
+	struct dirent *de;
+	pid_t *out = NULL, pid;
+	size_t n = 0, cap = 0, nout = 0, i, scan;
+	ssize_t r;
+	DIR *d;
+	int fd, grew;
+
+	*np = 0;
+	d = opendir("/proc");
+	if (d == NULL)
+		return NULL;
+	while ((de = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd == -1)
+			continue;
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		p = strrchr(buf, ')');	/* comm may hold anything */
+		if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			na = realloc(all, cap * sizeof(*all));
+			if (na == NULL)
+				break;
+			all = na;
+		}
+		all[n].pid = pid;
+		all[n].ppid = (pid_t)atoi(p + 4);
+		n++;
+	}
+	closedir(d);
+	out = calloc(n + 1, sizeof(*out));
+	if (out == NULL) {
+		free(all);
+		return NULL;
+	}
+	/* breadth first: parents before children */
+	do {
+		grew = 0;
+		for (i = 0; i < n; i++) {
+			if (all[i].pid == 0)
+				continue;
+			if (all[i].ppid == root)
+				scan = 1;
+			else {
+				for (scan = 0; scan < nout; scan++)
+					if (out[scan] == all[i].ppid)
+						break;
+				scan = scan < nout;
+			}
+			if (scan) {
+				out[nout++] = all[i].pid;
+				all[i].pid = 0;
+				grew = 1;
+			}
+		}
+	} while (grew);
+	free(all);
+	*np = nout;
+	return out;
+}
+
+/* 1 if process pid is named bwrap (comm, always readable). */
+static int
+is_bwrap(pid_t pid)
+{
+	char path[64], buf[64];
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return 0;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	return strcmp(buf, "bwrap\n") == 0;
+}
+
+/*
+ * Signal the whole tree below us.  With SIGTERM the bubblewrap processes
+ * are spared: killing them tears down the PID namespace at once
+ * (--die-with-parent), leaving the command no grace.  pgid is CMD's
+ * session leader (the direct child).
+ */
+static void
+kill_tree(pid_t pgid, int sig, int spare_bwrap)
+{
+	pid_t *pids;
+	size_t n, i;
+
+	if (!spare_bwrap && pgid > 0)
+		(void)kill(-pgid, sig);
+	pids = descendants(getpid(), &n);
+	for (i = 0; pids != NULL && i < n; i++) {
+		if (spare_bwrap && is_bwrap(pids[i]))
+			continue;
+		(void)kill(pids[i], sig);
+	}
+	free(pids);
+}
+
+/* Reap every exited child; note the status of ours. */
+static void
+reap(pid_t child, int *status, int *done)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (pid == child) {
+			*status = st;
+			*done = 1;
+		}
+	}
+}
+
+/*
+ * The proxy side of the run: counters for the summary, and the in-process
+ * relay thread of --sandbox none.
+ */
+static void
+on_event(const struct egress_event *ev, void *arg)
+{
+	struct run_counts *c = arg;
+
+	switch (ev->type) {
+	case EGRESS_EV_ALLOW:
+		__atomic_fetch_add(&c->allow, 1, __ATOMIC_RELAXED);
+		break;
+	case EGRESS_EV_BLOCK:
+		__atomic_fetch_add(&c->block, 1, __ATOMIC_RELAXED);
+		break;
+	case EGRESS_EV_FAIL:
+		__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+on_log(int level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level <= EGRESS_LOG_WARN)
+		fprintf(stderr, "egressd: %s\n", msg);
+}
+
+struct relay_thr {
+	pthread_t	 tid;
+	int		 lfd, efd;
+	const char	*sock;
+	char		 err[256];
+	int		 rc;
+};
+
+static int
+relay_thr_stop(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static void *
+relay_thr_main(void *arg)
+{
+	struct relay_thr *t = arg;
+	struct sb_relay_ctl ctl;
+
+	ctl.fd = t->efd;
+	ctl.cb = relay_thr_stop;
+	ctl.arg = t;
+	t->rc = sb_relay_loop(t->lfd, t->sock, &ctl, t->err, sizeof(t->err));
+	return NULL;
+}
+
+/*
+ * A fresh 0700 directory for the socket and the audit log, outside
+ * everything the command may write.  Returns 0 and fills buf.
+ */
+static int
+make_privdir(const struct run_opts *o, const char *cwd, char *buf,
+    size_t len)
+{
+	const char *cand[5];
+	struct stat st;
+	size_t i, j;
+	int bad, n;
+
+	cand[0] = getenv("XDG_RUNTIME_DIR");
+	cand[1] = getenv("TMPDIR");
+	cand[2] = "/tmp";
+	cand[3] = "/var/tmp";
+	cand[4] = "/dev/shm";
+	for (i = 0; i < nitems(cand); i++) {
+		if (cand[i] == NULL || cand[i][0] != '/' ||
+		    stat(cand[i], &st) == -1 || !S_ISDIR(st.st_mode) ||
+		    access(cand[i], W_OK | X_OK) == -1)
+			continue;
+		/* the sandbox must not see this directory writable */
+		bad = cwd != NULL && sb_path_under(cand[i], cwd);
+		for (j = 0; j < o->rw.n; j++)
+			if (sb_path_under(cand[i], o->rw.v[j]))
+				bad = 1;
+		/* room for "/sock/proxy.sock" in sun_path (108) */
+		n = snprintf(buf, len, "%s/egressd-run.XXXXXX", cand[i]);
+		if (bad || n < 0 || (size_t)n >= len || n + 16 >= 100)
+			continue;
+		if (mkdtemp(buf) != NULL)
+			return 0;
+	}
+	fprintf(stderr, "egressd: cannot create a private directory "
+	    "outside the writable paths (tried $XDG_RUNTIME_DIR, $TMPDIR, "
+	    "/tmp, /var/tmp, /dev/shm)\n");
+	return -1;
+}
+
+/* Find CMD in the PATH of envp, as execvp would (before fork). */
+static int
+resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin", *p, *e;
+	size_t i, dl;
+	int n;
+
+	if (strchr(cmd, '/') != NULL) {
+		n = snprintf(out, len, "%s", cmd);
+		return n < 0 || (size_t)n >= len ? -1 : 0;
+	}
+	for (i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (p = path;; p = e + 1) {
+		e = strchr(p, ':');
+		dl = e == NULL ? strlen(p) : (size_t)(e - p);
+		n = snprintf(out, len, "%.*s%s%s", (int)dl, p,
+		    dl ? "/" : "", cmd);
+		if (n > 0 && (size_t)n < len && access(out, X_OK) == 0)
+			return 0;
+		if (e == NULL)
+			break;
+	}
+	return -1;
+}
+
+/* In the child, before exec: mark every fd but 0-2 and keep close-on-exec. */
+static void
+child_fds(int keep)
+{
+	long fd, max;
+
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1) {
+		max = sysconf(_SC_OPEN_MAX);
+		if (max < 0 || max > 65536)
+			max = 65536;
+		for (fd = 3; fd < max; fd++)
+			(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (keep != -1)
+		(void)fcntl(keep, F_SETFD, 0);
+}
+
+struct run_state {
+	struct run_opts		 o;
+	struct run_counts	 cnt;
+	struct egress		*ex;
+	struct relay_thr	 rt;
+	int			 rt_running;
+	char			 privdir[PATH_MAX];
+	char			 sockdir[PATH_MAX + 8];
+	char			 sock[PATH_MAX + 24];
+	char			 auditpath[PATH_MAX + 16];
+	int			 audit_tmp;
+};
+
+static int
+proxy_start(struct run_state *st)
+{
+	char err[4096];
+
+	err[0] = '\0';
+	st->ex = egress_new_from_file(st->o.config, err, sizeof(err));
+	if (st->ex == NULL) {
+		fprintf(stderr, "%s%s", err,
+		    err[0] != '\0' && err[strlen(err) - 1] != '\n' ? "\n" :
+		    "");
+		if (err[0] == '\0')
+			fprintf(stderr, "egressd: cannot load the "
+			    "configuration\n");
+		return 1;
+	}
+	egress_set_log_cb(st->ex, on_log, NULL);
+	if (st->o.audit != NULL)
+		snprintf(st->auditpath, sizeof(st->auditpath), "%s",
+		    st->o.audit);
+	else {
+		snprintf(st->auditpath, sizeof(st->auditpath),
+		    "%s/audit.log", st->privdir);
+		st->audit_tmp = 1;
+	}
+	/* the private socket first: a proxy with no listener is invalid */
+	if (egress_set_option(st->ex, "unix", st->sock) == -1 ||
+	    egress_set_option(st->ex, "unix_client", "sandbox") == -1 ||
+	    egress_set_option(st->ex, "listen", "none") == -1 ||
+	    egress_set_option(st->ex, "admin", "none") == -1 ||
+	    (st->o.phase != NULL &&
+	    egress_set_option(st->ex, "phase", st->o.phase) == -1) ||
+	    egress_set_option(st->ex, "audit_log", st->auditpath) == -1) {
+		fprintf(stderr, "egressd: %s\n", egress_errmsg(st->ex));
+		return 1;
+	}
+	if (egress_subscribe(st->ex, on_event, &st->cnt) == -1 ||
+	    egress_start(st->ex) == -1 || egress_run_thread(st->ex) == -1) {
+		fprintf(stderr, "egressd: %s\n", egress_errmsg(st->ex));
+		return 3;
+	}
+	return 0;
+}
+
+static void
+cleanup(struct run_state *st)
+{
+	uint64_t one = 1;
+
+	if (st->rt_running) {
+		(void)write(st->rt.efd, &one, sizeof(one));
+		pthread_join(st->rt.tid, NULL);
+		close(st->rt.efd);
+		close(st->rt.lfd);
+		st->rt_running = 0;
+	}
+	if (st->ex != NULL) {
+		egress_stop(st->ex);
+		egress_join(st->ex);
+		egress_free(st->ex);
+		st->ex = NULL;
+	}
+	if (st->privdir[0] != '\0') {
+		(void)unlink(st->sock);
+		(void)rmdir(st->sockdir);
+		if (st->audit_tmp)
+			(void)unlink(st->auditpath);
+		(void)rmdir(st->privdir);
+		st->privdir[0] = '\0';
+	}
+}
+
+/* bwrap mode: the launcher argv; 0, or an exit status. */
+static int
+bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
+    struct sb_strv *argv)
+{
+	struct sb_bwrap_spec spec;
+	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 }, keep = { 0 };
+	char bw[PATH_MAX], exe[PATH_MAX], sockrp[PATH_MAX];
+	struct stat sst;
+	ssize_t n;
+	size_t i, j;
+	int rc = 3, covered;
+
+	if (sb_bwrap_find(bw, sizeof(bw)) == NULL) {
+		fprintf(stderr,
+"egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
+"  /usr/local/bin and /usr/sbin (never $PATH).\n"
+"egressd: fix: apt-get install bubblewrap (Debian, Ubuntu), dnf install\n"
+"  bubblewrap (Fedora), apk add bubblewrap (Alpine); or run without any\n"
+"  isolation with --sandbox none.\n");
+		return 3;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(exe) - 1) {
+		fprintf(stderr, "egressd: /proc/self/exe: %s\n",
+		    strerror(errno));
+		return 3;
+	}
+	exe[n] = '\0';
+	if (strstr(exe, " (deleted)") != NULL) {
+		fprintf(stderr, "egressd: %s was replaced while running; "
+		    "run it again\n", exe);
+		return 3;
+	}
+	sb_homes(&homes, getenv("HOME"));
+	/* a home directory as the working dir would expose ~/.ssh */
+	if (strcmp(cwd, "/") == 0 ||
+	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&st->o.rw, cwd))) {
+		fprintf(stderr, "egressd: the working directory %s would be "
+		    "writable inside the sandbox, with everything in it;\n"
+		    "  cd into a project directory (or pass --rw %s to "
+		    "mean it)\n", cwd, cwd);
+		rc = 2;
+		goto out;
+	}
+	for (i = 0; i < homes.n; i++)
+		sb_strv_add(&hidden, homes.v[i]);
+	sb_strv_add(&hidden, "/tmp");
+	sb_strv_add(&hidden, "/var/tmp");
+	sb_strv_add(&hidden, "/run");
+	sb_maplibs(&libs, &hidden);
+	/* those already visible through a bind need nothing more */
+	for (i = 0; i < libs.n; i++) {
+		covered = sb_path_under(libs.v[i], cwd);
+		for (j = 0; j < st->o.rw.n; j++)
+			covered |= sb_path_under(libs.v[i], st->o.rw.v[j]);
+		for (j = 0; j < st->o.ro.n; j++)
+			covered |= sb_path_under(libs.v[i], st->o.ro.v[j]);
+		if (!covered && strcmp(libs.v[i], exe) != 0)
+			sb_strv_add(&keep, libs.v[i]);
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.bwrap = bw;
+	spec.exe = exe;
+	spec.cwd = cwd;
+	spec.rw = &st->o.rw;
+	spec.ro = &st->o.ro;
+	spec.homes = &homes;
+	spec.libs = &keep;
+	if (st->o.proxy != NULL) {
+		if (realpath(st->o.proxy, sockrp) == NULL ||
+		    stat(sockrp, &sst) == -1 || !S_ISSOCK(sst.st_mode)) {
+			fprintf(stderr, "egressd: --proxy %s: not a Unix "
+			    "socket\n", st->o.proxy);
+			goto out;
+		}
+		spec.sockfile = sockrp;
+	} else
+		spec.sockdir = st->sockdir;
+	spec.ready_fd = ready_fd;
+	spec.cmd = st->o.cmd;
+	if (sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
+	    keep.oom) {
+		fprintf(stderr, "egressd: out of memory\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	sb_strv_free(&homes);
+	sb_strv_free(&hidden);
+	sb_strv_free(&libs);
+	sb_strv_free(&keep);
+	return rc;
+}
+
+/*
+ * Start CMD (or bwrap) and supervise it until it exits.  Returns the exit
+ * status of egressd run.
+ */
+static int
+supervise(struct run_state *st, const char *execpath, char *const *argv,
+    char *const *envp, int sfd, int ready_r, int ready_w, int bwrap)
+{
+	struct signalfd_siginfo si;
+	struct sigaction sa;
+	struct pollfd pfd[2];
+	sigset_t empty;
+	double deadline = 0, grace = 0, t;
+	pid_t child;
+	int status = 0, done = 0, ready = 0, forced = -1, stage = 0;
+	int npfd, tmo, e;
+	char c;
+
+	child = fork();
+	if (child == -1) {
+		fprintf(stderr, "egressd: fork: %s\n", strerror(errno));
+		return 3;
+	}
+	if (child == 0) {
+		/* async-signal-safe calls only: we have threads */
+		(void)setsid();
+		sigemptyset(&empty);
+		(void)pthread_sigmask(SIG_SETMASK, &empty, NULL);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		(void)sigaction(SIGPIPE, &sa, NULL);
+		child_fds(ready_w);
+		execve(execpath, argv, envp);
+		e = errno;
+		(void)write(2, "egressd: cannot execute ", 24);
+		(void)write(2, execpath, strlen(execpath));
+		(void)write(2, "\n", 1);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	if (ready_w != -1)
+		close(ready_w);
+	if (st->o.timeout > 0)
+		deadline = now_s() + st->o.timeout;
+
+	while (!done) {
+		npfd = 0;
+		pfd[npfd].fd = sfd;
+		pfd[npfd++].events = POLLIN;
+		if (ready_r != -1) {
+			pfd[npfd].fd = ready_r;
+			pfd[npfd++].events = POLLIN;
+		}
+		t = stage ? grace : deadline;
+		tmo = -1;
+		if (t > 0) {
+			t -= now_s();
+			tmo = t <= 0 ? 0 : (int)(t * 1000) + 1;
+		}
+		if (poll(pfd, (nfds_t)npfd, tmo) == -1 && errno != EINTR) {
+			fprintf(stderr, "egressd: poll: %s\n",
+			    strerror(errno));
+			forced = 3;
+			kill_tree(child, SIGKILL, 0);
+			stage = 2;
+			(void)poll(NULL, 0, 100);
+		}
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD)
+				continue;
+			if (forced == -1)
+				forced = 128 + (int)si.ssi_signo;
+			if (stage == 0) {
+				kill_tree(child, SIGTERM, bwrap);
+				stage = 1;
+				grace = now_s() + 2;
+			} else
+				grace = now_s();	/* twice: no grace */
+		}
+		reap(child, &status, &done);
+		if (ready_r != -1 && npfd > 1 && pfd[1].revents != 0) {
+			if (read(ready_r, &c, 1) == 1)
+				ready = 1;
+			close(ready_r);
+			ready_r = -1;
+		}
+		if (done)
+			break;
+		if (stage == 0 && deadline > 0 && now_s() >= deadline) {
+			fprintf(stderr, "egressd: timeout after %g s: stopping "
+			    "the command\n", st->o.timeout);
+			forced = 124;
+			kill_tree(child, SIGTERM, bwrap);
+			stage = 1;
+			grace = now_s() + 2;
+		} else if (stage > 0 && now_s() >= grace) {
+			kill_tree(child, SIGKILL, 0);
+			stage = 2;
+			grace = now_s() + 0.2;
+		}
+	}
+	if (ready_r != -1) {
+		if (read(ready_r, &c, 1) == 1)
+			ready = 1;
+		close(ready_r);
+	}
+	/* nothing of the run survives it (orphans, daemons) */
+	kill_tree(0, SIGTERM, 0);
+	for (t = now_s() + 2; now_s() < t;) {
+		size_t n;
+		pid_t *left = descendants(getpid(), &n);
+
+		free(left);
+		reap(-1, &e, &e);
+		if (n == 0)
+			break;
+		(void)poll(NULL, 0, 20);
+	}
+	kill_tree(0, SIGKILL, 0);
+	reap(-1, &e, &e);
+
+	if (forced != -1)
+		return forced;
+	if (bwrap && !ready) {
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
+			sb_bwrap_explain(execpath);
+		else
+			fprintf(stderr, "egressd: egressd relay did not start "
+			    "inside the sandbox (status %d)\n",
+			    WIFEXITED(status) ? WEXITSTATUS(status) :
+			    128 + WTERMSIG(status));
+		return 3;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 3;
+}
+
+static int
+run_main(int argc, char *argv[])
+{
+	struct run_state st;
+	struct sb_strv envp = { 0 }, cargv = { 0 };
+	sigset_t mask;
+	char cwd[PATH_MAX], url[64], execpath[PATH_MAX], err[256];
+	int rc, sfd = -1, rp[2] = { -1, -1 }, bwrap, fd;
+	uint16_t port;
+
+	memset(&st, 0, sizeof(st));
+	st.o.mode = SB_AUTO;
+	rc = parse_opts(argc, argv, &st.o);
+	if (rc != -1)
+		goto done;
+	rc = 3;
+	/* keep 0-2 open so no pipe or socket of ours lands there */
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+	if (getcwd(cwd, sizeof(cwd)) == NULL) {
+		fprintf(stderr, "egressd: getcwd: %s\n", strerror(errno));
+		goto done;
+	}
+	bwrap = st.o.mode != SB_NONE;
+	if (!bwrap)
+		fprintf(stderr, "egressd: warning: --sandbox none: no "
+		    "isolation; the command can reach the network and your "
+		    "files directly, only programs that honour HTTPS_PROXY "
+		    "go through egressd\n");
+
+	if (make_privdir(&st.o, cwd, st.privdir, sizeof(st.privdir)) == -1)
+		goto done;
+	snprintf(st.sockdir, sizeof(st.sockdir), "%s/sock", st.privdir);
+	snprintf(st.sock, sizeof(st.sock), "%s/proxy.sock", st.sockdir);
+	if (mkdir(st.sockdir, 0700) == -1) {
+		fprintf(stderr, "egressd: mkdir %s: %s\n", st.sockdir,
+		    strerror(errno));
+		goto done;
+	}
+
+	/* signals become events; threads started from here inherit this */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+		goto done;
+	(void)signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd == -1) {
+		fprintf(stderr, "egressd: signalfd: %s\n", strerror(errno));
+		goto done;
+	}
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+	if (st.o.proxy == NULL) {
+		rc = proxy_start(&st);
+		if (rc != 0)
+			goto done;
+		rc = 3;
+	}
+
+	if (bwrap) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u", SB_IN_PORT);
+		if (pipe2(rp, O_CLOEXEC | O_NONBLOCK) == -1) {
+			fprintf(stderr, "egressd: pipe: %s\n",
+			    strerror(errno));
+			goto done;
+		}
+		rc = bwrap_prepare(&st, cwd, rp[1], &cargv);
+		if (rc != 0)
+			goto done;
+		rc = 3;
+		snprintf(execpath, sizeof(execpath), "%s", cargv.v[0]);
+	} else {
+		st.rt.sock = st.o.proxy != NULL ? st.o.proxy : st.sock;
+		st.rt.lfd = sb_relay_listen(0, &port, err, sizeof(err));
+		if (st.rt.lfd == -1) {
+			fprintf(stderr, "egressd: relay: %s\n", err);
+			goto done;
+		}
+		st.rt.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (st.rt.efd == -1 || pthread_create(&st.rt.tid, NULL,
+		    relay_thr_main, &st.rt) != 0) {
+			fprintf(stderr, "egressd: relay thread: %s\n",
+			    strerror(errno));
+			if (st.rt.efd != -1)
+				close(st.rt.efd);
+			close(st.rt.lfd);
+			goto done;
+		}
+		st.rt_running = 1;
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+		sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
+	}
+	if (env_build(&st.o, url, &envp) == -1) {
+		fprintf(stderr, "egressd: out of memory\n");
+		goto done;
+	}
+	if (!bwrap) {
+		sb_strv_free(&cargv);
+		if (resolve_cmd(st.o.cmd[0], envp.v, execpath,
+		    sizeof(execpath)) == -1) {
+			fprintf(stderr, "egressd: %s: command not found\n",
+			    st.o.cmd[0]);
+			rc = 127;
+			goto done;
+		}
+	}
+	rc = supervise(&st, execpath, bwrap ? cargv.v : st.o.cmd, envp.v,
+	    sfd, rp[0], rp[1], bwrap);
+	rp[0] = rp[1] = -1;	/* supervise() closed them */
+
+	cleanup(&st);
+	if (st.o.proxy == NULL)
+		fprintf(stderr, "egressd: %llu allowed, %llu blocked, %llu "
+		    "failed \xe2\x80\x94 audit: %s\n", st.cnt.allow,
+		    st.cnt.block, st.cnt.fail, st.audit_tmp ?
+		    "not kept (--audit PATH keeps it)" : st.auditpath);
+done:
+	cleanup(&st);
+	if (rp[0] != -1)
+		close(rp[0]);
+	if (rp[1] != -1)
+		close(rp[1]);
+	if (sfd != -1)
+		close(sfd);
+	sb_strv_free(&envp);
+	sb_strv_free(&cargv);
+	sb_strv_free(&st.o.rw);
+	sb_strv_free(&st.o.ro);
+	sb_strv_free(&st.o.env);
+	return rc;
+}
+
+static int
+sandbox_main(int argc, char *argv[])
+{
+	if (argc > 0 && strcmp(argv[0], "relay") == 0)
+		return sb_relay_main(argc, argv);
+	return run_main(argc, argv);
+}
+
+static const char *const cmds[] = { "run", "relay", NULL };
+
+const struct eg_module eg_mod_sandbox = {
+	"sandbox", "run commands behind the proxy (bubblewrap)", cmds,
+	sandbox_main, NULL
+};

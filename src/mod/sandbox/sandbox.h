@@ -1,0 +1,139 @@
+/*
+ * sandbox.h: private interfaces of the sandbox module (egressd run and
+ * egressd relay).  Nothing outside src/mod/sandbox includes this file,
+ * except the unit test of the Seatbelt profile generator.
+ */
+#ifndef EG_SANDBOX_H
+#define EG_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef nitems
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
+/* Fixed paths inside the bubblewrap sandbox. */
+#define SB_IN_SOCKDIR	"/run/egressd"			/* read-only */
+#define SB_IN_SOCK	"/run/egressd/proxy.sock"
+#define SB_IN_EXE	"/run/egressd-bin/egressd"	/* read-only */
+#define SB_IN_PORT	3128		/* the relay's port inside */
+
+/* Relay limits: memory is bounded by MAXCONN * 2 * BUFSZ. */
+#define SB_RELAY_MAXCONN	512
+#define SB_RELAY_BUFSZ		16384
+
+/*
+ * A growable NULL-terminated vector of strings it owns (argv, envp, path
+ * lists).  On allocation failure the vector sets oom and ignores further
+ * additions; check it once at the end.
+ */
+struct sb_strv {
+	char	**v;		/* v[n] == NULL when v != NULL */
+	size_t	  n, cap;
+	int	  oom;
+};
+
+/* Append a copy of s. */
+void	sb_strv_add(struct sb_strv *sv, const char *s);
+/* Append "a" followed by "b" as one string. */
+void	sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
+/* 1 if an element equals s. */
+int	sb_strv_has(const struct sb_strv *sv, const char *s);
+/* Free every element and the vector; leaves it empty and reusable. */
+void	sb_strv_free(struct sb_strv *sv);
+
+/* 1 if path is dir or below it ("/a/b" is under "/a", "/ab" is not). */
+int	sb_path_under(const char *path, const char *dir);
+
+/*
+ * relay.c.  A relay accepts TCP connections on a listening socket and
+ * forwards each one, byte for byte and with half-closes, to a Unix
+ * socket.
+ */
+struct sb_relay_ctl {
+	int	  fd;		/* extra fd to watch, or -1 */
+	/* called when fd is readable; a nonzero return stops the loop */
+	int	(*cb)(void *arg);
+	void	 *arg;
+};
+
+/*
+ * Listen on 127.0.0.1:port (0: any free port), non-blocking, close on
+ * exec.  Returns the fd and stores the bound port, or -1 with a message
+ * in err.
+ */
+int	sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
+	    size_t errlen);
+/*
+ * Run the relay on lfd until ctl->cb returns nonzero.  Connections still
+ * open are closed on return; lfd is not.  Returns 0, or -1 with a
+ * message in err when the loop itself cannot run.
+ */
+int	sb_relay_loop(int lfd, const char *sockpath,
+	    const struct sb_relay_ctl *ctl, char *err, size_t errlen);
+/* "egressd relay ...": argv[0] is "relay".  Returns the exit status. */
+int	sb_relay_main(int argc, char *argv[]);
+
+/*
+ * bwrap.c: the bubblewrap command line.
+ */
+struct sb_bwrap_spec {
+	const char		*bwrap;		/* launcher, absolute */
+	const char		*exe;		/* egressd binary, resolved */
+	const char		*cwd;		/* bound writable, chdir'd to */
+	const struct sb_strv	*rw;		/* bound writable */
+	const struct sb_strv	*ro;		/* bound read-only */
+	const struct sb_strv	*homes;		/* hidden under tmpfs */
+	const struct sb_strv	*libs;		/* bound read-only, same path */
+	const char		*sockdir;	/* in-process proxy's dir, or */
+	const char		*sockfile;	/* --proxy: the socket itself */
+	int			 ready_fd;	/* relay reports readiness */
+	char *const		*cmd;		/* NULL-terminated */
+};
+
+/*
+ * Find the launcher in the system directories only (never $PATH); copy
+ * its path into buf and return buf, or NULL.
+ */
+const char	*sb_bwrap_find(char *buf, size_t len);
+/* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
+int		 sb_bwrap_argv(const struct sb_bwrap_spec *spec,
+		    struct sb_strv *out);
+/*
+ * The directories to hide: /home, /root, every /etc/passwd home of a
+ * regular user (uid >= 1000) and home (may be NULL); existing
+ * directories only, resolved, without duplicates.
+ */
+void		 sb_homes(struct sb_strv *out, const char *home);
+/*
+ * Files mapped into this process (the shared libraries of a build-tree
+ * egressd) that lie under one of the hidden directories, so the relay
+ * can still be loaded inside.
+ */
+void		 sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden);
+/*
+ * Explain on stderr why bubblewrap could not create a sandbox and how
+ * to fix it, from the kernel settings of this machine.
+ */
+void		 sb_bwrap_explain(const char *bwrap);
+
+/*
+ * seatbelt.c: the macOS sandbox-exec profile.  Every path must be
+ * absolute and already resolved (/private/tmp, not /tmp).
+ */
+struct sb_seatbelt {
+	const char		*home;		/* reads denied below; NULL */
+	const struct sb_strv	*rw;		/* the working directories */
+	const struct sb_strv	*ro;		/* readable even under home */
+	uint16_t		 port;		/* the proxy's localhost port */
+};
+
+/*
+ * The profile text (malloc'd, the caller frees), or NULL with a message
+ * in err for a relative path, a path with control characters, or port 0.
+ */
+char	*sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
+	    size_t errlen);
+
+#endif

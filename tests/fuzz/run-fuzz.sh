@@ -1,0 +1,79 @@
+#!/bin/sh
+# run-fuzz.sh: build every libFuzzer target whose source exists and run
+# each for SECONDS seconds (default 60) over its committed corpus.  New
+# inputs go to a scratch directory; crashes are reported and kept there.
+# Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET...]   (from the top dir)
+set -u
+
+# name|library sources|extra link flags.  A target is skipped when
+# tests/fuzz/fuzz-NAME.c or one of its sources does not exist.
+TARGETS='
+reqparse|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
+host|src/lib/host.c src/lib/err.c|
+addrclass|src/lib/addrclass.c src/lib/err.c|
+resp|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
+pattern|src/lib/policy.c src/lib/host.c src/lib/err.c|
+sni|src/lib/sni.c src/lib/err.c|
+cfg|src/lib/config.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
+'
+
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+only="$*"
+CC=${CC:-clang}
+CFLAGS=${FUZZ_CFLAGS:--g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined}
+scratch=${FUZZ_SCRATCH:-${TMPDIR:-/tmp}/egressd-fuzz.$$}
+mkdir -p "$scratch" || exit 3
+status=0
+
+echo "$TARGETS" | while IFS='|' read -r name srcs libs; do
+	[ -n "$name" ] || continue
+	if [ -n "$only" ]; then
+		case " $only " in *" $name "*) ;; *) continue ;; esac
+	fi
+	main=tests/fuzz/fuzz-$name.c
+	if [ ! -f "$main" ]; then
+		echo "== $name: skipped ($main missing)"
+		continue
+	fi
+	missing=
+	for s in $srcs; do
+		[ -f "$s" ] || missing="$missing $s"
+	done
+	if [ -n "$missing" ]; then
+		echo "== $name: skipped (missing:$missing)"
+		continue
+	fi
+	bin=$scratch/fuzz-$name
+	# shellcheck disable=SC2086
+	if ! $CC $CFLAGS -Isrc/lib -Isrc/include -o "$bin" "$main" $srcs \
+	    $libs; then
+		echo "== $name: BUILD FAILED"
+		echo fail >>"$scratch/status"
+		continue
+	fi
+	corpus=tests/fuzz/corpus/$name
+	new=$scratch/corpus-$name
+	art=$scratch/crash-$name/
+	mkdir -p "$corpus" "$new" "$art"
+	echo "== $name: fuzzing ${secs}s (new inputs in $new)"
+	"$bin" -max_total_time="$secs" -print_final_stats=1 \
+	    -artifact_prefix="$art" -max_len=8192 "$new" "$corpus" \
+	    >"$scratch/log-$name" 2>&1
+	rc=$?
+	grep -E '^stat::number_of_executed_units|^stat::peak_rss' \
+	    "$scratch/log-$name" | sed "s/^/   $name /"
+	if [ $rc -ne 0 ]; then
+		echo "== $name: FAILED (exit $rc); log $scratch/log-$name"
+		grep -E 'ERROR|SUMMARY|Test unit written' \
+		    "$scratch/log-$name" | head -20
+		ls "$art"
+		echo fail >>"$scratch/status"
+	else
+		echo "== $name: ok"
+	fi
+done
+
+[ -f "$scratch/status" ] && status=1
+echo "scratch: $scratch"
+exit $status
