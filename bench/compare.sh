@@ -10,7 +10,8 @@
 #   EGRESSD      egressd binary (default ../src/egressd/egressd from bench/)
 #   REPS         repetitions (3)        DUR       seconds per timed mode (10)
 #   PROXIES      "direct egressd tinyproxy squid"
-#   MODES        "idle rate rr bulk1 bulk8 up1"
+#   MODES        "rate rr bulk1 bulk8 up1 idle" (idle last: closing
+#                9,000 tunnels keeps a logging peer busy for a while)
 #   IDLE_EGRESSD / IDLE_TINYPROXY / IDLE_SQUID   idle tunnels (9000 each)
 #   PORT_BASE    first port used (23100; uses PORT_BASE..PORT_BASE+12);
 #                keep it below the ephemeral range (ip_local_port_range),
@@ -25,7 +26,7 @@ EGRESSD=${EGRESSD:-$here/../src/egressd/egressd}
 REPS=${REPS:-3}
 DUR=${DUR:-10}
 PROXIES=${PROXIES:-"direct egressd tinyproxy squid"}
-MODES=${MODES:-"idle rate rr bulk1 bulk8 up1"}
+MODES=${MODES:-"rate rr bulk1 bulk8 up1 idle"}
 IDLE_EGRESSD=${IDLE_EGRESSD:-9000}
 IDLE_TINYPROXY=${IDLE_TINYPROXY:-9000}
 IDLE_SQUID=${IDLE_SQUID:-9000}

@@ -478,7 +478,7 @@ find_crlf2(const char *p, size_t len)
 static void
 rate_done(struct cl *c)
 {
-	if (measuring && c->t0 >= t_measure) {
+	if (measuring) {
 		done_count++;
 		sample_add(&s_c2s, c->t200 - c->t0);
 		sample_add(&s_c2fb, c->tfb - c->t0);

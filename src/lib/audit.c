@@ -292,10 +292,11 @@ size_t
 eg_audit_format(const struct egress_event *ev, int json, char *buf,
     size_t cap)
 {
-	struct out o = { buf, 0, cap };
+	/* one byte is kept for the newline and one for an optional NUL */
+	struct out o = { buf, 0, cap - 1 };
 	char port[8];
 
-	if (cap < 2)
+	if (cap < 3)
 		return 0;
 	if (json) {
 		out_str(&o, "{\"ts\":\"");
@@ -356,7 +357,6 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	}
 	if (json)
 		out_raw(&o, "}", 1);
-	/* room for the newline was reserved by out_raw's cap - 1 */
 	buf[o.len++] = '\n';
 	return o.len;
 }
@@ -419,6 +419,7 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 	uint64_t first, seq;
 	unsigned n = 0;
 	struct ring_slot *s;
+	size_t need;
 
 	if (cap < 3)
 		return 0;
@@ -427,16 +428,28 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 	first = a->seq > a->nring ? a->seq - a->nring + 1 : 1;
 	if (since + 1 > first)
 		first = since + 1;
-	/* the most recent `limit` entries after `since` */
-	if (limit && a->seq >= first && a->seq - first + 1 > limit)
+	/* since = 0: the most recent `limit`; else the oldest after since,
+	 * so a follower that polls with the last seq it saw misses none */
+	if (limit && since == 0 && a->seq >= first &&
+	    a->seq - first + 1 > limit)
 		first = a->seq - limit + 1;
 	for (seq = first; seq <= a->seq && a->nring; seq++) {
+		if (limit && n >= limit)
+			break;
 		s = &a->ring[(seq - 1) % a->nring];
-		if (s->seq != seq || s->json == NULL)
+		if (s->seq != seq || s->json == NULL || s->json[0] != '{')
 			continue;
+		/* whole objects only: stop when the next one would not fit */
+		need = strlen(s->json) + 32;
+		if (o.len + need + 2 >= o.cap)
+			break;
 		if (n++)
 			out_raw(&o, ",", 1);
-		out_str(&o, s->json);
+		out_raw(&o, "{\"seq\":", 7);
+		out_u64(&o, seq);
+		if (s->json[1] != '}')
+			out_raw(&o, ",", 1);
+		out_str(&o, s->json + 1);
 	}
 	pthread_mutex_unlock(&a->mtx);
 	out_raw(&o, "]", 1);

@@ -35,8 +35,14 @@ size_t		 eg_audit_format(const struct egress_event *, int json,
 		    char *buf, size_t cap);
 
 /*
- * Copy ring entries with id > since (at most limit) as a JSON array into
- * buf.  Returns the length.  Thread-safe.
+ * Copy ring entries as a JSON array into buf; each object is the event's
+ * JSON audit line with a leading "seq": the ring's own sequence number
+ * (1, 2, ... for the life of the proxy; connection ids are not monotonic
+ * in log order and PHASE has none).  since = 0: the most recent `limit`
+ * entries; since > 0: the oldest `limit` entries with seq > since, so a
+ * poller passing the last seq it saw misses nothing the ring still holds.
+ * limit 0 means no limit.  Only whole objects are copied.  Returns the
+ * length.  Thread-safe.
  */
 size_t		 eg_audit_ring_json(struct eg_audit *, uint64_t since,
 		    unsigned limit, char *buf, size_t cap);

@@ -531,6 +531,9 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 		return add_listen(ps, EG_LISTEN_UNIX, val, NULL, 0,
 		    ps->line);
 	case K_ADMIN:
+		/* "none": no admin API (tests, egressd run) */
+		if (len == 4 && memcmp(val, "none", 4) == 0)
+			return set_str(ps, (char **)(void *)(b + k->off), val);
 		if (memchr(val, '/', len) != NULL) {
 			if (len >= sizeof(((struct sockaddr_un *)0)->sun_path))
 				return bad_value(ps, k, val,
@@ -971,7 +974,8 @@ pin_cmp(const void *a, const void *b)
 static int
 admin_is_tcp(const char *admin)
 {
-	return admin != NULL && strchr(admin, '/') == NULL;
+	return admin != NULL && strchr(admin, '/') == NULL &&
+	    strcmp(admin, "none") != 0;
 }
 
 struct eg_cfg *

@@ -21,6 +21,7 @@
 #include "audit.h"
 #include "dns.h"
 #include "host.h"
+#include "metrics.h"
 #include "policy.h"
 #include "proxy.h"
 #include "reqparse.h"
@@ -102,6 +103,7 @@ struct eg_conn {
 	size_t			 naddr, ai;
 	char			 addr[INET6_ADDRSTRLEN];
 	int			 dns_pending, dns_done, in_step;
+	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */
 	int			 dns_status;
 	char			 dns_reason[64];
 
@@ -620,6 +622,7 @@ conn_decide(struct eg_conn *c)
 		conn_set_state(c, EG_CS_RESOLVING);
 		c->dns_pending = 1;
 		c->dns_done = 0;
+		c->t_start = eg_clock_us();
 		eg_dns_lookup(c->w->dns, q->host.name, conn_dns_done, c);
 		return;
 	}
@@ -639,6 +642,8 @@ conn_dns_done(void *arg, int status, const char *reason,
 		return;		/* closed meanwhile; reaped after the batch */
 	c->dns_done = 1;
 	c->dns_status = status;
+	eg_metrics_observe(c->ex->metrics, EG_HIST_DNS,
+	    eg_clock_us() - c->t_start);
 	snprintf(c->dns_reason, sizeof(c->dns_reason), "%s",
 	    reason ? reason : "");
 	if (status == 0) {
@@ -793,6 +798,7 @@ conn_do_resolving(struct eg_conn *c)
 		conn_fail(c, r);
 		return IO_OK;
 	}
+	c->t_start = eg_clock_us();
 	if (conn_connect_next(c) != IO_OK) {
 		conn_fail(c, EG_R_CONNECT_FAILED);
 		return IO_OK;
@@ -828,6 +834,8 @@ conn_do_connecting(struct eg_conn *c, int writable)
 	if (getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err == 0) {
+		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
+		    eg_clock_us() - c->t_start);
 		conn_connected(c);
 		return IO_OK;
 	}

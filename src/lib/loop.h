@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct eg_loop;
 
 /* Readiness callback: events are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits. */
@@ -45,6 +47,7 @@ void		 eg_loop_set_after(struct eg_loop *, void (*)(void *), void *);
 
 uint64_t	 eg_loop_now(const struct eg_loop *);	/* cached, ms */
 uint64_t	 eg_clock_ms(void);			/* monotonic, ms */
+uint64_t	 eg_clock_us(void);			/* monotonic, us */
 
 void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
 /* Set the interest of io to events (0 removes it from epoll). */

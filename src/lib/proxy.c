@@ -21,6 +21,7 @@
 #include "audit.h"
 #include "cfg.h"
 #include "dns.h"
+#include "metrics.h"
 #include "proxy.h"
 
 struct eg_client {			/* per-client connection count */
@@ -106,6 +107,7 @@ eg_emit(struct egress *ex, struct egress_event *ev)
 	size_t i;
 
 	ev->ts_ms = eg_wall_ms();
+	eg_metrics_event(ex->metrics, ev);
 	if (eg_audit_emit(ex->audit, ev) == -1)
 		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s",
 		    strerror(errno));
@@ -319,6 +321,10 @@ proxy_alloc(void)
 
 	if ((ex = calloc(1, sizeof(*ex))) == NULL)
 		return NULL;
+	if ((ex->metrics = eg_metrics_new()) == NULL) {
+		free(ex);
+		return NULL;
+	}
 	pthread_rwlock_init(&ex->lock, NULL);
 	pthread_mutex_init(&ex->ctl, NULL);
 	pthread_mutex_init(&ex->climtx, NULL);
@@ -836,6 +842,7 @@ egress_free(struct egress *ex)
 		lsock_clear(&ex->ls[i]);
 	free(ex->ls);
 	eg_audit_close(ex->audit);
+	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);
 	for (i = 0; i < ex->novr; i++) {
 		free(ex->ovr[i].key);
@@ -1015,6 +1022,7 @@ egress_reload(struct egress *ex, const char *by)
 	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
 		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
 		eg_errs_clear(&errs);
+		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
 		return -1;
 	}
@@ -1103,6 +1111,7 @@ egress_reload(struct egress *ex, const char *by)
 	load_ifaddrs(ex);
 	close_forbidden(ex, &ex->def, EG_END_RELOAD);
 	eg_cfg_unref(old);
+	eg_metrics_reload(ex->metrics, 1);
 	pthread_mutex_unlock(&ex->ctl);
 	eg_log(ex, EGRESS_LOG_INFO, "configuration reloaded (by %s)",
 	    by ? by : "api");

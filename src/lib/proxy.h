@@ -14,6 +14,8 @@
 #include "loop.h"
 
 struct eg_audit;
+struct eg_metrics;
+struct eg_admin;
 struct eg_dns;
 struct eg_conn;
 
@@ -107,6 +109,8 @@ struct egress {
 	struct eg_session	 def;
 
 	struct eg_audit		*audit;
+	struct eg_metrics	*metrics;
+	struct eg_admin		*admin;		/* NULL: no admin API */
 	struct eg_lsock		*ls;
 	size_t			 nls;
 	struct eg_worker	*w;

@@ -3,7 +3,9 @@
  * run in "make check" without clang or libFuzzer.  Every file named, and
  * every regular file in every directory named, is passed once to
  * LLVMFuzzerTestOneInput(); a crash is a test failure, as it would be
- * under the fuzzer.
+ * under the fuzzer.  Output is TAP, one test per argument.  Built with
+ * -DREPLAY_DEFAULT_DIR='"dir"', it replays that directory when run with
+ * no arguments, so it can be listed in TESTS as it is.
  */
 #include <sys/stat.h>
 #include <dirent.h>
@@ -101,16 +103,31 @@ run_path(const char *path, size_t *nrun)
 int
 main(int argc, char *argv[])
 {
-	size_t nrun = 0;
+#ifdef REPLAY_DEFAULT_DIR
+	static char *defargv[] = { NULL, REPLAY_DEFAULT_DIR, NULL };
+#endif
+	size_t nrun;
 	int i, rc = 0;
 
 	if (argc < 2) {
+#ifdef REPLAY_DEFAULT_DIR
+		defargv[0] = argv[0];
+		argv = defargv;
+		argc = 2;
+#else
 		fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
 		return 2;
+#endif
 	}
-	for (i = 1; i < argc; i++)
-		if (run_path(argv[i], &nrun) == -1)
+	for (i = 1; i < argc; i++) {
+		nrun = 0;
+		if (run_path(argv[i], &nrun) == -1) {
+			printf("not ok %d - %s (%zu inputs)\n", i, argv[i], nrun);
 			rc = 1;
-	printf("replay: %zu inputs\n", nrun);
+		} else
+			printf("ok %d - %s (%zu inputs)\n", i, argv[i], nrun);
+		fflush(stdout);
+	}
+	printf("1..%d\n", argc - 1);
 	return rc;
 }

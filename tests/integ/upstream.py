@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""upstream.py: loopback test servers for the egressd integration tests
+(python3 standard library only).  One thread per connection.
+
+Kinds:
+  echo     echo every byte back; after the client's EOF, finish echoing,
+           shut down the write side and close (half-close aware).
+  http     HTTP/1.1 origin server: every response body names the method,
+           the path, the request body's length and SHA-256, and every
+           request header received, one per line ("h: Name: value").
+           /chunked answers chunked, /close close-delimited, anything else
+           with Content-Length; keep-alive; request bodies with
+           Content-Length or chunked.
+  count    like echo, but counts accepted connections into --count-file
+           (rewritten after each accept).
+  tls      TLS server with a fresh self-signed certificate (CN and SAN
+           up.test, written to --cert/--key); HTTP when the first bytes
+           look like a request, else echo.
+  sink     read and discard until EOF, then write "LEN SHA256\\n" to
+           --report (if given) and close.
+  source   send --bytes N pseudo-random bytes (seeded by --seed), then
+           close; writes their SHA256 to --report.
+  backlog  a listener that never accepts, with its accept queue filled,
+           so connects to it hang (for connect_timeout).
+  dns      UDP DNS stub on ADDR:PORT answering every query NXDOMAIN.
+
+Prints "READY" on standard output once it serves.
+"""
+import argparse
+import hashlib
+import os
+import random
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+
+A = None
+count_lock = threading.Lock()
+count = 0
+
+
+def ready():
+    print("READY", flush=True)
+
+
+def echo(s, first=b""):
+    try:
+        if first:
+            s.sendall(first)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            s.sendall(d)
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        s.close()
+
+
+class Reader:
+    """Buffered reads over a socket, with a pre-read prefix."""
+
+    def __init__(self, s, first=b""):
+        self.s = s
+        self.buf = bytearray(first)
+
+    def fill(self):
+        d = self.s.recv(65536)
+        if not d:
+            return False
+        self.buf += d
+        return True
+
+    def line(self):
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                ln = bytes(self.buf[:i + 1])
+                del self.buf[:i + 1]
+                return ln
+            if not self.fill():
+                return None
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            if not self.fill():
+                return None
+        d = bytes(self.buf[:n])
+        del self.buf[:n]
+        return d
+
+    def head(self):
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i >= 0:
+                h = bytes(self.buf[:i + 4])
+                del self.buf[:i + 4]
+                return h
+            if len(self.buf) > 1 << 20 or not self.fill():
+                return None
+
+
+def http(s, first=b""):
+    r = Reader(s, first)
+    try:
+        while True:
+            head = r.head()
+            if head is None:
+                break
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            if len(parts) != 3:
+                s.sendall(b"HTTP/1.1 400 Bad Request\r\n"
+                          b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+                break
+            method, path, ver = parts
+            hdrs = []
+            for ln in lines[1:]:
+                if not ln:
+                    continue
+                k, _, v = ln.partition(":")
+                hdrs.append((k.strip(), v.strip()))
+            lk = {k.lower(): v for k, v in hdrs}
+            body = b""
+            if "chunked" in lk.get("transfer-encoding", "").lower():
+                while True:
+                    szl = r.line()
+                    if szl is None:
+                        return
+                    sz = int(szl.split(b";")[0].strip(), 16)
+                    if sz == 0:
+                        while True:  # trailers
+                            t = r.line()
+                            if t is None or t in (b"\r\n", b"\n"):
+                                break
+                        break
+                    d = r.exact(sz)
+                    if d is None:
+                        return
+                    body += d
+                    r.exact(2)
+            elif "content-length" in lk:
+                body = r.exact(int(lk["content-length"]))
+                if body is None:
+                    return
+            conn = lk.get("connection", "").lower()
+            keep = ver == "HTTP/1.1" and "close" not in conn
+            out = ["method: %s" % method, "path: %s" % path,
+                   "version: %s" % ver, "body-len: %d" % len(body),
+                   "body-sha256: %s" % hashlib.sha256(body).hexdigest()]
+            out += ["h: %s: %s" % kv for kv in hdrs]
+            payload = ("\n".join(out) + "\n").encode("latin-1")
+            if path.startswith("/big"):
+                payload += b"x" * (int(path[4:] or "1048576"))
+            if method == "HEAD":
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                          % len(payload))
+                if not keep:
+                    break
+                continue
+            if path.startswith("/chunked"):
+                resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                if not keep:
+                    resp += b"Connection: close\r\n"
+                resp += b"\r\n"
+                mid = len(payload) // 2
+                for piece in (payload[:mid], payload[mid:]):
+                    if piece:
+                        resp += b"%x\r\n" % len(piece) + piece + b"\r\n"
+                resp += b"0\r\n\r\n"
+                s.sendall(resp)
+            elif path.startswith("/close"):
+                s.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                          b"Content-Type: text/plain\r\n\r\n" + payload)
+                break
+            else:
+                resp = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                        b"Content-Length: %d\r\n" % len(payload))
+                if not keep:
+                    resp += b"Connection: close\r\n"
+                s.sendall(resp + b"\r\n" + payload)
+            if not keep:
+                break
+    except (OSError, ssl.SSLError, ValueError):
+        pass
+    finally:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
+
+
+def sink(s):
+    h = hashlib.sha256()
+    n = 0
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            n += len(d)
+            h.update(d)
+    except OSError:
+        pass
+    if A.report:
+        with open(A.report + ".tmp", "w") as f:
+            f.write("%d %s\n" % (n, h.hexdigest()))
+        os.rename(A.report + ".tmp", A.report)
+    s.close()
+
+
+def source(s):
+    rnd = random.Random(A.seed)
+    h = hashlib.sha256()
+    left = A.bytes
+    try:
+        while left > 0:
+            d = rnd.randbytes(min(left, 65536))
+            h.update(d)
+            s.sendall(d)
+            left -= len(d)
+        s.shutdown(socket.SHUT_WR)
+        # wait for the client to finish before closing
+        s.settimeout(30)
+        while s.recv(65536):
+            pass
+    except OSError:
+        pass
+    if A.report:
+        with open(A.report, "w") as f:
+            f.write("%d %s\n" % (A.bytes, h.hexdigest()))
+    s.close()
+
+
+def looks_http(b):
+    return b[:8].split(b" ")[0] in (b"GET", b"HEAD", b"POST", b"PUT",
+                                     b"DELETE", b"OPTIONS")
+
+
+def tls_conn(ctx, s):
+    try:
+        s.settimeout(30)
+        t = ctx.wrap_socket(s, server_side=True)
+        first = t.recv(65536)
+        if not first:
+            t.close()
+            return
+        if looks_http(first):
+            http(t, first)
+        else:
+            echo(t, first)
+    except (OSError, ssl.SSLError):
+        s.close()
+
+
+def make_cert():
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+         "-days", "2", "-subj", "/CN=up.test",
+         "-addext", "subjectAltName=DNS:up.test",
+         "-keyout", A.key, "-out", A.cert],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def listener(backlog=128):
+    fam = socket.AF_INET6 if ":" in A.addr else socket.AF_INET
+    ls = socket.socket(fam, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((A.addr, A.port))
+    ls.listen(backlog)
+    return ls
+
+
+def count_accept():
+    global count
+    with count_lock:
+        count += 1
+        with open(A.count_file + ".tmp", "w") as f:
+            f.write("%d\n" % count)
+        os.rename(A.count_file + ".tmp", A.count_file)
+
+
+def serve_backlog():
+    ls = listener(0)
+    held = []
+    # fill the accept queue (and the SYN queue behind it) until a
+    # connect no longer completes
+    for _ in range(64):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect((A.addr, A.port))
+        except BlockingIOError:
+            pass
+        held.append(c)
+        import select
+        _, w, _ = select.select([], [c], [], 0.3)
+        if not w:
+            break
+    ready()
+    while True:
+        time.sleep(3600)
+
+
+def serve_dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((A.addr, A.port))
+    ready()
+    while True:
+        q, peer = s.recvfrom(4096)
+        if len(q) < 12:
+            continue
+        # same id, QR=1, opcode copied, RD copied, RA=1, RCODE=3
+        flags = bytes([0x80 | (q[2] & 0x79), 0x80 | 3])
+        s.sendto(q[:2] + flags + q[4:6] + b"\0\0\0\0\0\0" + q[12:], peer)
+
+
+def main():
+    global A
+    p = argparse.ArgumentParser()
+    p.add_argument("kind", choices=["echo", "http", "count", "tls", "sink",
+                                    "source", "backlog", "dns"])
+    p.add_argument("--addr", default="127.0.0.3")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--dir", default=".")
+    p.add_argument("--cert")
+    p.add_argument("--key")
+    p.add_argument("--count-file")
+    p.add_argument("--report")
+    p.add_argument("--bytes", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1)
+    A = p.parse_args()
+    if A.kind == "backlog":
+        return serve_backlog()
+    if A.kind == "dns":
+        return serve_dns()
+    ctx = None
+    if A.kind == "tls":
+        A.cert = A.cert or os.path.join(A.dir, "up.crt")
+        A.key = A.key or os.path.join(A.dir, "up.key")
+        make_cert()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(A.cert, A.key)
+    if A.kind == "count":
+        with open(A.count_file, "w") as f:
+            f.write("0\n")
+    ls = listener()
+    ready()
+    while True:
+        s, _ = ls.accept()
+        if A.kind == "count":
+            count_accept()
+            fn, args = echo, (s,)
+        elif A.kind == "echo":
+            fn, args = echo, (s,)
+        elif A.kind == "http":
+            fn, args = http, (s,)
+        elif A.kind == "sink":
+            fn, args = sink, (s,)
+        elif A.kind == "source":
+            fn, args = source, (s,)
+        else:
+            fn, args = tls_conn, (ctx, s)
+        threading.Thread(target=fn, args=args, daemon=True).start()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        pass

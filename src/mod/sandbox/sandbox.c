@@ -11,6 +11,7 @@
 #endif
 #include <sys/types.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -660,9 +661,12 @@ resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
 	return -1;
 }
 
-/* In the child, before exec: mark every fd but 0-2 and keep close-on-exec. */
+/*
+ * In the child, before exec: every fd but 0-2 and the two kept ones
+ * (-1: none) becomes close-on-exec, so nothing of ours leaks inside.
+ */
 static void
-child_fds(int keep)
+child_fds(int keep, int keep2)
 {
 	long fd, max;
 
@@ -675,6 +679,8 @@ child_fds(int keep)
 	}
 	if (keep != -1)
 		(void)fcntl(keep, F_SETFD, 0);
+	if (keep2 != -1)
+		(void)fcntl(keep2, F_SETFD, 0);
 }
 
 struct run_state {
@@ -760,6 +766,56 @@ cleanup(struct run_state *st)
 		(void)rmdir(st->privdir);
 		st->privdir[0] = '\0';
 	}
+}
+
+/*
+ * Hand bwrap its options through a memfd (--args FD) rather than its
+ * command line, which would show every host path in the sandbox's
+ * /proc/1/cmdline and in ps; the command after "--" stays on the command
+ * line (bwrap wants it there).  Returns the fd (close-on-exec; the child
+ * clears that) and fills out with "bwrap --args FD -- relay ...", or -1.
+ */
+static int
+args_memfd(const struct sb_strv *in, struct sb_strv *out)
+{
+	char num[16];
+	size_t i, len, off;
+	ssize_t n;
+	int fd;
+
+	fd = memfd_create("egressd-bwrap-args", MFD_CLOEXEC);
+	if (fd == -1) {
+		fprintf(stderr, "egressd: memfd_create: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	for (i = 1; i < in->n && strcmp(in->v[i], "--") != 0; i++) {
+		len = strlen(in->v[i]) + 1;	/* NUL-separated */
+		for (off = 0; off < len; off += (size_t)n) {
+			n = write(fd, in->v[i] + off, len - off);
+			if (n <= 0) {
+				fprintf(stderr, "egressd: memfd: %s\n",
+				    strerror(errno));
+				close(fd);
+				return -1;
+			}
+		}
+	}
+	if (lseek(fd, 0, SEEK_SET) == -1) {
+		close(fd);
+		return -1;
+	}
+	snprintf(num, sizeof(num), "%d", fd);
+	sb_strv_add(out, in->v[0]);
+	sb_strv_add(out, "--args");
+	sb_strv_add(out, num);
+	for (; i < in->n; i++)
+		sb_strv_add(out, in->v[i]);
+	if (out->oom) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* bwrap mode: the launcher argv; 0, or an exit status. */
@@ -863,7 +919,8 @@ out:
  */
 static int
 supervise(struct run_state *st, const char *execpath, char *const *argv,
-    char *const *envp, int sfd, int ready_r, int ready_w, int bwrap)
+    char *const *envp, int sfd, int ready_r, int ready_w, int args_fd,
+    int bwrap)
 {
 	struct signalfd_siginfo si;
 	struct sigaction sa;
@@ -888,7 +945,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		(void)sigaction(SIGPIPE, &sa, NULL);
-		child_fds(ready_w);
+		child_fds(ready_w, args_fd);
 		execve(execpath, argv, envp);
 		e = errno;
 		(void)write(2, "egressd: cannot execute ", 24);
@@ -898,6 +955,8 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 	}
 	if (ready_w != -1)
 		close(ready_w);
+	if (args_fd != -1)
+		close(args_fd);
 	if (st->o.timeout > 0)
 		deadline = now_s() + st->o.timeout;
 
@@ -1000,10 +1059,10 @@ static int
 run_main(int argc, char *argv[])
 {
 	struct run_state st;
-	struct sb_strv envp = { 0 }, cargv = { 0 };
+	struct sb_strv envp = { 0 }, cargv = { 0 }, xargv = { 0 };
 	sigset_t mask;
 	char cwd[PATH_MAX], url[64], execpath[PATH_MAX], err[256];
-	int rc, sfd = -1, rp[2] = { -1, -1 }, bwrap, fd;
+	int rc, sfd = -1, rp[2] = { -1, -1 }, afd = -1, bwrap, fd;
 	uint16_t port;
 
 	memset(&st, 0, sizeof(st));
@@ -1073,6 +1132,9 @@ run_main(int argc, char *argv[])
 			goto done;
 		rc = 3;
 		snprintf(execpath, sizeof(execpath), "%s", cargv.v[0]);
+		afd = args_memfd(&cargv, &xargv);
+		if (afd == -1)
+			goto done;
 	} else {
 		st.rt.sock = st.o.proxy != NULL ? st.o.proxy : st.sock;
 		st.rt.lfd = sb_relay_listen(0, &port, err, sizeof(err));
@@ -1108,9 +1170,9 @@ run_main(int argc, char *argv[])
 			goto done;
 		}
 	}
-	rc = supervise(&st, execpath, bwrap ? cargv.v : st.o.cmd, envp.v,
-	    sfd, rp[0], rp[1], bwrap);
-	rp[0] = rp[1] = -1;	/* supervise() closed them */
+	rc = supervise(&st, execpath, bwrap ? xargv.v : st.o.cmd, envp.v,
+	    sfd, rp[0], rp[1], afd, bwrap);
+	rp[0] = rp[1] = afd = -1;	/* supervise() closed them */
 
 	cleanup(&st);
 	if (st.o.proxy == NULL)
@@ -1124,10 +1186,13 @@ done:
 		close(rp[0]);
 	if (rp[1] != -1)
 		close(rp[1]);
+	if (afd != -1)
+		close(afd);
 	if (sfd != -1)
 		close(sfd);
 	sb_strv_free(&envp);
 	sb_strv_free(&cargv);
+	sb_strv_free(&xargv);
 	sb_strv_free(&st.o.rw);
 	sb_strv_free(&st.o.ro);
 	sb_strv_free(&st.o.env);

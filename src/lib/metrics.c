@@ -1,0 +1,414 @@
+/*
+ * metrics.c: the counters and histograms behind GET /metrics, rendered as
+ * Prometheus text exposition format 0.0.4.  Loop threads update them:
+ * plain counters with relaxed atomics, the labelled decision and close
+ * counters (whose label values, such as phase names, are only known at run
+ * time) in a small mutex-protected table.
+ */
+#include "egress-int.h"
+
+#include <pthread.h>
+
+#include "audit.h"
+#include "metrics.h"
+
+#define LABEL_MAX	64	/* longest label value kept; longer is cut */
+#define TABLE_MAX	4096	/* distinct label sets kept per family */
+
+/* Histogram bucket upper bounds, in microseconds (0.001 s .. 10 s). */
+static const uint64_t bucket_us[] = {
+	1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000
+};
+#define NBUCKET	nitems(bucket_us)
+
+struct hist {
+	uint64_t	 le[NBUCKET];	/* non-cumulative; summed on render */
+	uint64_t	 inf;		/* above the last bound */
+	uint64_t	 sum_us;
+};
+
+struct dec_row {			/* egressd_decisions_total */
+	int		 event;
+	char		 reason[LABEL_MAX];
+	char		 phase[LABEL_MAX];
+	uint64_t	 n;
+};
+
+struct end_row {			/* egressd_tunnels_closed_total */
+	char		 end[LABEL_MAX];
+	uint64_t	 n;
+};
+
+struct eg_metrics {
+	pthread_mutex_t	 mtx;		/* guards dec and ends */
+	struct dec_row	*dec;
+	size_t		 ndec, capdec;
+	uint64_t	 dec_dropped;	/* label sets beyond TABLE_MAX */
+	struct end_row	*ends;
+	size_t		 nends, capends;
+
+	uint64_t	 bytes_up, bytes_down;	/* atomic */
+	uint64_t	 phase_switches;	/* atomic */
+	uint64_t	 reloads_ok, reloads_err;	/* atomic */
+	struct hist	 hist[2];		/* atomic fields */
+};
+
+struct eg_metrics *
+eg_metrics_new(void)
+{
+	struct eg_metrics *m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return NULL;
+	pthread_mutex_init(&m->mtx, NULL);
+	return m;
+}
+
+void
+eg_metrics_free(struct eg_metrics *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_destroy(&m->mtx);
+	free(m->dec);
+	free(m->ends);
+	free(m);
+}
+
+static void
+add64(uint64_t *p, uint64_t v)
+{
+	__atomic_add_fetch(p, v, __ATOMIC_RELAXED);
+}
+
+static uint64_t
+load64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* Copy a label value, cut at LABEL_MAX - 1 bytes. */
+static void
+label_copy(char dst[LABEL_MAX], const char *src)
+{
+	size_t n;
+
+	if (src == NULL)
+		src = "";
+	n = strnlen(src, LABEL_MAX - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Grow *arr (element size sz) to hold one more; 0 or -1. */
+static int
+table_grow(void **arr, size_t n, size_t *cap, size_t sz)
+{
+	void *p;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	if (n >= TABLE_MAX)
+		return -1;
+	ncap = *cap ? *cap * 2 : 16;
+	if ((p = realloc(*arr, ncap * sz)) == NULL)
+		return -1;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static void
+count_decision(struct eg_metrics *m, int event, const char *reason,
+    const char *phase)
+{
+	char r[LABEL_MAX], ph[LABEL_MAX];
+	struct dec_row *d;
+	size_t i;
+
+	label_copy(r, reason);
+	label_copy(ph, phase);
+	pthread_mutex_lock(&m->mtx);
+	for (i = 0; i < m->ndec; i++) {
+		d = &m->dec[i];
+		if (d->event == event && strcmp(d->reason, r) == 0 &&
+		    strcmp(d->phase, ph) == 0) {
+			d->n++;
+			pthread_mutex_unlock(&m->mtx);
+			return;
+		}
+	}
+	if (table_grow((void **)&m->dec, m->ndec, &m->capdec,
+	    sizeof(*m->dec)) == -1) {
+		m->dec_dropped++;
+		pthread_mutex_unlock(&m->mtx);
+		return;
+	}
+	d = &m->dec[m->ndec++];
+	d->event = event;
+	memcpy(d->reason, r, sizeof(r));
+	memcpy(d->phase, ph, sizeof(ph));
+	d->n = 1;
+	pthread_mutex_unlock(&m->mtx);
+}
+
+static void
+count_end(struct eg_metrics *m, const char *end)
+{
+	char e[LABEL_MAX];
+	size_t i;
+
+	label_copy(e, end);
+	pthread_mutex_lock(&m->mtx);
+	for (i = 0; i < m->nends; i++)
+		if (strcmp(m->ends[i].end, e) == 0) {
+			m->ends[i].n++;
+			pthread_mutex_unlock(&m->mtx);
+			return;
+		}
+	if (table_grow((void **)&m->ends, m->nends, &m->capends,
+	    sizeof(*m->ends)) == 0) {
+		memcpy(m->ends[m->nends].end, e, sizeof(e));
+		m->ends[m->nends].n = 1;
+		m->nends++;
+	}
+	pthread_mutex_unlock(&m->mtx);
+}
+
+void
+eg_metrics_event(struct eg_metrics *m, const struct egress_event *ev)
+{
+	char r[LABEL_MAX];
+
+	if (m == NULL || ev == NULL)
+		return;
+	switch (ev->type) {
+	case EGRESS_EV_ALLOW:
+		/* report mode: labelled so learned traffic stands apart */
+		if (ev->report != NULL && *ev->report != '\0') {
+			snprintf(r, sizeof(r), "report:%s", ev->report);
+			count_decision(m, ev->type, r, ev->phase);
+		} else
+			count_decision(m, ev->type, "", ev->phase);
+		break;
+	case EGRESS_EV_BLOCK:
+	case EGRESS_EV_FAIL:
+		count_decision(m, ev->type, ev->reason, ev->phase);
+		break;
+	case EGRESS_EV_CLOSE:
+		add64(&m->bytes_up, ev->up);
+		add64(&m->bytes_down, ev->down);
+		count_end(m, ev->end);
+		break;
+	case EGRESS_EV_PHASE:
+		add64(&m->phase_switches, 1);
+		break;
+	}
+}
+
+void
+eg_metrics_observe(struct eg_metrics *m, enum eg_hist h, uint64_t us)
+{
+	struct hist *hi;
+	size_t i;
+
+	if (m == NULL || (size_t)h >= nitems(m->hist))
+		return;
+	hi = &m->hist[h];
+	for (i = 0; i < NBUCKET; i++)
+		if (us <= bucket_us[i])
+			break;
+	add64(i < NBUCKET ? &hi->le[i] : &hi->inf, 1);
+	add64(&hi->sum_us, us);
+}
+
+void
+eg_metrics_reload(struct eg_metrics *m, int ok)
+{
+	if (m != NULL)
+		add64(ok ? &m->reloads_ok : &m->reloads_err, 1);
+}
+
+/* --- rendering ------------------------------------------------------------ */
+
+struct out {
+	char	*buf;
+	size_t	 cap;
+	size_t	 len;		/* may exceed cap: the length needed */
+};
+
+static void
+out_mem(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t room = o->cap - o->len;
+
+		memcpy(o->buf + o->len, s, n < room ? n : room);
+	}
+	o->len += n;
+}
+
+static void
+out_fmt(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+out_fmt(struct out *o, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(tmp))
+		n = (int)sizeof(tmp) - 1;
+	out_mem(o, tmp, (size_t)n);
+}
+
+static void
+out_str(struct out *o, const char *s)
+{
+	out_mem(o, s, strlen(s));
+}
+
+/* A label value, escaped per the text format: \\, \" and \n. */
+static void
+out_label(struct out *o, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			out_mem(o, "\\\\", 2);
+		else if (*s == '"')
+			out_mem(o, "\\\"", 2);
+		else if (*s == '\n')
+			out_mem(o, "\\n", 2);
+		else
+			out_mem(o, s, 1);
+	}
+}
+
+static void
+out_head(struct out *o, const char *name, const char *type,
+    const char *help)
+{
+	out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Seconds with microsecond precision, as the format's float. */
+static void
+out_seconds(struct out *o, uint64_t us)
+{
+	out_fmt(o, "%llu.%06llu", (unsigned long long)(us / 1000000),
+	    (unsigned long long)(us % 1000000));
+}
+
+static void
+render_hist(struct out *o, const char *name, const char *help,
+    const struct hist *hi)
+{
+	uint64_t cum = 0;
+	size_t i;
+
+	out_head(o, name, "histogram", help);
+	for (i = 0; i < NBUCKET; i++) {
+		cum += load64(&hi->le[i]);
+		out_fmt(o, "%s_bucket{le=\"", name);
+		out_seconds(o, bucket_us[i]);
+		out_fmt(o, "\"} %llu\n", (unsigned long long)cum);
+	}
+	cum += load64(&hi->inf);
+	/* _count is the buckets' total, so the three always agree */
+	out_fmt(o, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+	    (unsigned long long)cum);
+	out_fmt(o, "%s_sum ", name);
+	out_seconds(o, load64(&hi->sum_us));
+	out_fmt(o, "\n%s_count %llu\n", name, (unsigned long long)cum);
+}
+
+size_t
+eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
+    char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+	size_t i;
+
+	out_head(&o, "egressd_decisions_total", "counter",
+	    "Verdicts by event (ALLOW, BLOCK, FAIL), reason and phase; "
+	    "reason is empty for ALLOW, report:REASON in report mode.");
+	pthread_mutex_lock(&m->mtx);
+	for (i = 0; i < m->ndec; i++) {
+		out_str(&o, "egressd_decisions_total{event=\"");
+		out_str(&o, eg_event_name((enum egress_event_type)
+		    m->dec[i].event));
+		out_str(&o, "\",reason=\"");
+		out_label(&o, m->dec[i].reason);
+		out_str(&o, "\",phase=\"");
+		out_label(&o, m->dec[i].phase);
+		out_fmt(&o, "\"} %llu\n", (unsigned long long)m->dec[i].n);
+	}
+	pthread_mutex_unlock(&m->mtx);
+
+	out_head(&o, "egressd_connections_active", "gauge",
+	    "Client connections open now.");
+	out_fmt(&o, "egressd_connections_active %llu\n",
+	    (unsigned long long)(g ? g->active : 0));
+	out_head(&o, "egressd_connections_total", "counter",
+	    "Client connections accepted since start.");
+	out_fmt(&o, "egressd_connections_total %llu\n",
+	    (unsigned long long)(g ? g->total : 0));
+
+	out_head(&o, "egressd_bytes_total", "counter",
+	    "Tunnelled bytes of ended connections, up (client to upstream) "
+	    "and down.");
+	out_fmt(&o, "egressd_bytes_total{direction=\"up\"} %llu\n",
+	    (unsigned long long)load64(&m->bytes_up));
+	out_fmt(&o, "egressd_bytes_total{direction=\"down\"} %llu\n",
+	    (unsigned long long)load64(&m->bytes_down));
+
+	out_head(&o, "egressd_tunnels_closed_total", "counter",
+	    "CLOSE events by end reason.");
+	pthread_mutex_lock(&m->mtx);
+	for (i = 0; i < m->nends; i++) {
+		out_str(&o, "egressd_tunnels_closed_total{end=\"");
+		out_label(&o, m->ends[i].end);
+		out_fmt(&o, "\"} %llu\n", (unsigned long long)m->ends[i].n);
+	}
+	pthread_mutex_unlock(&m->mtx);
+
+	render_hist(&o, "egressd_dns_duration_seconds",
+	    "Name resolution time.", &m->hist[EG_HIST_DNS]);
+	render_hist(&o, "egressd_connect_duration_seconds",
+	    "Upstream TCP connect time.", &m->hist[EG_HIST_CONNECT]);
+
+	out_head(&o, "egressd_phase_switches_total", "counter",
+	    "Phase switches (PHASE audit events).");
+	out_fmt(&o, "egressd_phase_switches_total %llu\n",
+	    (unsigned long long)load64(&m->phase_switches));
+	out_head(&o, "egressd_reloads_total", "counter",
+	    "Configuration reloads by result.");
+	out_fmt(&o, "egressd_reloads_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)load64(&m->reloads_ok));
+	out_fmt(&o, "egressd_reloads_total{result=\"error\"} %llu\n",
+	    (unsigned long long)load64(&m->reloads_err));
+
+	out_head(&o, "egressd_phase_info", "gauge",
+	    "The current phase (value always 1).");
+	out_str(&o, "egressd_phase_info{phase=\"");
+	out_label(&o, g != NULL && g->phase != NULL ? g->phase : "");
+	out_str(&o, "\"} 1\n");
+	out_head(&o, "egressd_uptime_seconds", "gauge",
+	    "Seconds since the proxy started.");
+	out_fmt(&o, "egressd_uptime_seconds %llu\n",
+	    (unsigned long long)(g ? g->uptime_s : 0));
+	if (o.len < cap)
+		buf[o.len] = '\0';
+	else if (cap > 0)
+		buf[cap - 1] = '\0';
+	return o.len;
+}

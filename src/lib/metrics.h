@@ -1,0 +1,43 @@
+/*
+ * metrics.h: counters and histograms for GET /metrics (Prometheus text
+ * format 0.0.4).  Updated from every loop thread with atomics; rendered
+ * by the admin thread.
+ */
+#ifndef EG_METRICS_H
+#define EG_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "egress.h"
+
+struct eg_metrics;
+
+enum eg_hist {
+	EG_HIST_DNS,		/* name resolution, microseconds */
+	EG_HIST_CONNECT		/* upstream connect, microseconds */
+};
+
+struct eg_metrics	*eg_metrics_new(void);
+void			 eg_metrics_free(struct eg_metrics *);
+
+/* Count one audit event (decisions by event, reason, phase; bytes from
+ * CLOSE; phase switches from PHASE).  Any thread. */
+void	eg_metrics_event(struct eg_metrics *, const struct egress_event *);
+void	eg_metrics_observe(struct eg_metrics *, enum eg_hist, uint64_t us);
+void	eg_metrics_reload(struct eg_metrics *, int ok);
+
+/* Gauges the renderer reads from the proxy. */
+struct eg_metrics_gauges {
+	const char	*phase;
+	uint64_t	 active;
+	uint64_t	 total;
+	uint64_t	 uptime_s;
+};
+
+/* Render the exposition text into buf; returns its length (or the
+ * length it would need, if cap is too small, like snprintf). */
+size_t	eg_metrics_render(struct eg_metrics *,
+	    const struct eg_metrics_gauges *, char *buf, size_t cap);
+
+#endif
