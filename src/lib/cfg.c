@@ -628,7 +628,7 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 	socklen_t sslen;
 	const char *p = val, *it, *why;
 	char q[400];
-	size_t len, n = 0, i;
+	size_t len, n = 0;
 	int *nl;
 
 	if (eg_host_parse(name, strlen(name), &h, &why) == -1)
@@ -638,10 +638,6 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 		return perr(ps, "bad host name '%s' in [hosts]: an address "
 		    "needs no pinning", quote(name, strlen(name), q,
 		    sizeof(q)));
-	for (i = 0; i < cfg->npins; i++)
-		if (strcmp(cfg->pins[i].name, h.name) == 0)
-			return perr(ps, "duplicate host '%s' in [hosts] "
-			    "(first at line %d)", h.name, ps->pin_line[i]);
 	while (next_item(&p, &it, &len)) {
 		if (n == LIST_MAX)
 			return perr(ps, "too many addresses for '%s'",
@@ -971,6 +967,58 @@ pin_cmp(const void *a, const void *b)
 	return strcmp(pa->name, pb->name);
 }
 
+struct pin_ref {
+	const char	*name;
+	int		 line;
+};
+
+static int
+pin_ref_cmp(const void *a, const void *b)
+{
+	const struct pin_ref *pa = a, *pb = b;
+	int c;
+
+	c = strcmp(pa->name, pb->name);
+	if (c != 0)
+		return c;
+	return (pa->line > pb->line) - (pa->line < pb->line);
+}
+
+/*
+ * Report names pinned twice (sorting, so a large [hosts] stays cheap),
+ * then sort the pins for eg_cfg_pin()'s binary search.
+ */
+static void
+pins_finish(struct parse *ps)
+{
+	struct eg_cfg *cfg = ps->cfg;
+	struct pin_ref *ref;
+	size_t i, first;
+
+	if (cfg->npins < 2)
+		return;
+	ref = calloc(cfg->npins, sizeof(*ref));
+	if (ref == NULL) {
+		perr(ps, "out of memory");
+		return;
+	}
+	for (i = 0; i < cfg->npins; i++) {
+		ref[i].name = cfg->pins[i].name;
+		ref[i].line = ps->pin_line[i];
+	}
+	qsort(ref, cfg->npins, sizeof(*ref), pin_ref_cmp);
+	for (first = 0, i = 1; i < cfg->npins; i++) {
+		if (strcmp(ref[i].name, ref[first].name) != 0) {
+			first = i;
+			continue;
+		}
+		perr_at(ps, ref[i].line, "duplicate host '%s' in [hosts] "
+		    "(first at line %d)", ref[i].name, ref[first].line);
+	}
+	free(ref);
+	qsort(cfg->pins, cfg->npins, sizeof(*cfg->pins), pin_cmp);
+}
+
 static int
 admin_is_tcp(const char *admin)
 {
@@ -1035,8 +1083,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	for (i = 0; i < cfg->nphases; i++)
 		if (eg_phase_finish(&cfg->phases[i]) == -1)
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
-	if (cfg->npins > 1)
-		qsort(cfg->pins, cfg->npins, sizeof(*cfg->pins), pin_cmp);
+	pins_finish(&ps);
 	free(ps.pin_line);
 	if (ps.nerr != 0) {
 		eg_cfg_unref(cfg);

@@ -47,8 +47,10 @@ enum eg_cstate {
 enum eg_io_res { IO_OK, IO_AGAIN, IO_DONE };
 
 struct pend {				/* bytes read but not yet written */
-	uint8_t		*buf;
+	uint8_t		*buf;		/* copied bytes, from the pool */
 	size_t		 off, len;
+	int		 pipe[2];	/* spliced bytes; -1: no pipe */
+	size_t		 plen;		/* bytes sitting in the pipe */
 };
 
 /* The request head and its parse; released once a tunnel opens. */
@@ -114,6 +116,7 @@ struct eg_conn {
 	int			 allowed;	/* ALLOW written: owes a CLOSE */
 	int			 decided;	/* a verdict was written */
 	int			 close_after;	/* close once u2c is flushed */
+	int			 nosplice;	/* copy, do not splice */
 	enum eg_end		 end;
 	char			 sni[256];
 };
@@ -170,6 +173,50 @@ pend_release(struct eg_conn *c, struct pend *p)
 	buf_put(c->w, p->buf);
 	p->buf = NULL;
 	p->off = p->len = 0;
+}
+
+/* Bytes are waiting for the peer (copied or in a pipe). */
+static int
+pend_busy(const struct pend *p)
+{
+	return (p->buf != NULL && p->off < p->len) || p->plen > 0;
+}
+
+/* Take a pipe for splicing: from the worker's pool, else a new one. */
+static int
+pipe_get(struct eg_conn *c, struct pend *p)
+{
+	struct eg_worker *w = c->w;
+
+	if (p->pipe[0] != -1)
+		return 0;
+	if (w->npipes > 0) {
+		w->npipes--;
+		p->pipe[0] = w->pipes[w->npipes][0];
+		p->pipe[1] = w->pipes[w->npipes][1];
+		return 0;
+	}
+	return pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC);
+}
+
+/* An empty pipe goes back to the pool; a non-empty one is closed. */
+static void
+pipe_put(struct eg_conn *c, struct pend *p)
+{
+	struct eg_worker *w = c->w;
+
+	if (p->pipe[0] == -1)
+		return;
+	if (p->plen == 0 && w->npipes < nitems(w->pipes)) {
+		w->pipes[w->npipes][0] = p->pipe[0];
+		w->pipes[w->npipes][1] = p->pipe[1];
+		w->npipes++;
+	} else {
+		close(p->pipe[0]);
+		close(p->pipe[1]);
+	}
+	p->pipe[0] = p->pipe[1] = -1;
+	p->plen = 0;
 }
 
 /* Queue bytes for the client (reply text, response heads). */
@@ -265,13 +312,12 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		if (c->u2c.buf != NULL && c->u2c.off < c->u2c.len)
+		if (pend_busy(&c->u2c))
 			ce |= EPOLLOUT;
 		else if (!c->u_eof && c->uio.fd != -1 &&
 		    !(c->state == EG_CS_FORWARD && c->f->resp_done))
 			ue |= EPOLLIN;
-		if (c->c2u.buf != NULL && c->c2u.off < c->c2u.len &&
-		    c->state != EG_CS_SNI)
+		if (pend_busy(&c->c2u) && c->state != EG_CS_SNI)
 			ue |= EPOLLOUT;
 		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
 		    c->f->req_done))
@@ -851,6 +897,66 @@ conn_do_connecting(struct eg_conn *c, int writable)
 /* --- tunnel ---------------------------------------------------------------- */
 
 /*
+ * The zero-copy path of pump(): src -> pipe -> dst with splice(2).  A pipe
+ * is held only while it has bytes the peer did not take yet; an idle
+ * tunnel holds none.  Returns IO_AGAIN (done for now), IO_DONE (a side
+ * failed; c->end set for a write failure), or IO_OK when splice does not
+ * apply to these sockets and the caller should copy instead.
+ */
+static enum eg_io_res
+pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
+    int *src_eof, uint64_t *count)
+{
+	const unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+	ssize_t n;
+	int rounds = 0;
+
+	for (;;) {
+		while (p->plen > 0) {
+			n = splice(p->pipe[0], NULL, dst, NULL, p->plen, fl);
+			if (n == -1) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN)
+					return IO_AGAIN;
+				c->end = dst == c->cio.fd ?
+				    EG_END_CLIENT_CLOSED :
+				    EG_END_UPSTREAM_CLOSED;
+				return IO_DONE;
+			}
+			p->plen -= (size_t)n;
+		}
+		if (*src_eof || rounds++ == 4) {
+			pipe_put(c, p);
+			return IO_AGAIN;
+		}
+		if (pipe_get(c, p) == -1)
+			return IO_OK;
+		n = splice(src, NULL, p->pipe[1], NULL, 1 << 16, fl);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				pipe_put(c, p);
+				return IO_AGAIN;
+			}
+			pipe_put(c, p);
+			if (errno == EINVAL && *count == 0)
+				return IO_OK;
+			return IO_DONE;
+		}
+		if (n == 0) {
+			*src_eof = 1;
+			pipe_put(c, p);
+			return IO_AGAIN;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		*count += (uint64_t)n;
+		p->plen = (size_t)n;
+	}
+}
+
+/*
  * Move bytes from src to dst: read into the worker's scratch buffer, write
  * at once, and keep only what dst would not take (then stop reading src
  * until it drains: backpressure).  Returns IO_DONE when the tunnel must
@@ -873,6 +979,18 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		}
 		if (p->buf != NULL)
 			return IO_AGAIN;
+	}
+	if (limit == NULL && !c->nosplice && c->state == EG_CS_TUNNEL) {
+		switch (pump_splice(c, src, dst, p, src_eof, count)) {
+		case IO_DONE:
+			c->end = c->end ? c->end : src_end;
+			return IO_DONE;
+		case IO_OK:		/* splice does not apply: copy */
+			c->nosplice = 1;
+			break;
+		case IO_AGAIN:
+			goto out;
+		}
 	}
 	while (!*src_eof && rounds++ < 4) {
 		if (limit != NULL && *limit == 0)
@@ -914,7 +1032,8 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 			break;
 		}
 	}
-	if (*src_eof && !*dst_wshut && (p->buf == NULL)) {
+out:
+	if (*src_eof && !*dst_wshut && !pend_busy(p)) {
 		shutdown(dst, SHUT_WR);
 		*dst_wshut = 1;
 	}
@@ -936,7 +1055,8 @@ conn_do_tunnel(struct eg_conn *c)
 	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
 		    EG_END_UPSTREAM_CLOSED;
-	if (c->c_eof && c->u_eof && c->c2u.buf == NULL && c->u2c.buf == NULL) {
+	if (c->c_eof && c->u_eof && !pend_busy(&c->c2u) &&
+	    !pend_busy(&c->u2c)) {
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
@@ -1409,6 +1529,8 @@ conn_free(struct eg_conn *c)
 {
 	pend_release(c, &c->c2u);
 	pend_release(c, &c->u2c);
+	pipe_put(c, &c->c2u);
+	pipe_put(c, &c->u2c);
 	free(c->h);
 	free(c->f);
 	eg_cfg_unref(c->cfg);
@@ -1570,6 +1692,8 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->id = __atomic_add_fetch(&ex->next_id, 1, __ATOMIC_RELAXED);
 	eg_io_init(&c->cio, fd, conn_cio, c);
 	eg_io_init(&c->uio, -1, conn_uio, c);
+	c->c2u.pipe[0] = c->c2u.pipe[1] = -1;
+	c->u2c.pipe[0] = c->u2c.pipe[1] = -1;
 	eg_timer_init(&c->tmo, conn_timeout, c);
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);

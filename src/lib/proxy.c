@@ -828,6 +828,11 @@ egress_free(struct egress *ex)
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
 		eg_dns_free(w->dns);
 		eg_conn_reap(w);
+		while (w->npipes > 0) {
+			w->npipes--;
+			close(w->pipes[w->npipes][0]);
+			close(w->pipes[w->npipes][1]);
+		}
 		while (w->bufpool != NULL) {
 			void *b = w->bufpool;
 

@@ -89,6 +89,8 @@ struct eg_worker {
 	struct eg_conn		*dead;		/* freed after the batch */
 	void			*bufpool;	/* free tunnel buffers */
 	unsigned		 nbufpool;
+	int			 pipes[64][2];	/* free splice pipes */
+	unsigned		 npipes;
 	int			 stopped;
 	uint8_t			 scratch[65536];
 };

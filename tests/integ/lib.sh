@@ -19,6 +19,10 @@
 #   raw ARGS...      runs rawclient.py (see its --help)
 #   wait_for_line FILE ERE [SECONDS]   waits until a line of FILE matches
 #   count_lines FILE ERE               prints how many lines match
+#   proxy_conf LISTEN AUDIT [LINES...] prints a [proxy] section
+# Variables: T (temp dir, removed at exit; KEEP_TMP=1 keeps it), EG_ADDR
+# (127.0.0.2), UP_ADDR (127.0.0.3), PY (python3; run it as "$PY" -S),
+# INTEG (this folder), EG_ADMIN_NONE (1 when "admin = none" is accepted).
 
 srcdir=${srcdir:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 builddir=${builddir:-$srcdir}

@@ -22,7 +22,9 @@ Kinds:
            close; writes their SHA256 to --report.
   backlog  a listener that never accepts, with its accept queue filled,
            so connects to it hang (for connect_timeout).
-  dns      UDP DNS stub on ADDR:PORT answering every query NXDOMAIN.
+  dns      UDP DNS stub on ADDR:PORT: names given with --a NAME=IP get
+           their A/AAAA records (an empty answer for the other type), every
+           other name NXDOMAIN; queries are logged to DIR/dns-queries.log.
 
 Prints "READY" on standard output once it serves.
 """
@@ -312,16 +314,49 @@ def serve_backlog():
 
 
 def serve_dns():
+    answers = {}
+    for a in A.a or []:
+        name, _, ip = a.partition("=")
+        answers.setdefault(name.lower().rstrip("."), []).append(ip)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((A.addr, A.port))
     ready()
     while True:
         q, peer = s.recvfrom(4096)
-        if len(q) < 12:
+        if len(q) < 17:
             continue
-        # same id, QR=1, opcode copied, RD copied, RA=1, RCODE=3
-        flags = bytes([0x80 | (q[2] & 0x79), 0x80 | 3])
-        s.sendto(q[:2] + flags + q[4:6] + b"\0\0\0\0\0\0" + q[12:], peer)
+        # the question: labels, then QTYPE and QCLASS
+        i, labels = 12, []
+        try:
+            while q[i]:
+                labels.append(q[i + 1:i + 1 + q[i]].decode("latin-1"))
+                i += 1 + q[i]
+            qend = i + 5
+            qtype = int.from_bytes(q[i + 1:i + 3], "big")
+        except IndexError:
+            continue
+        name = ".".join(labels).lower()
+        with open(os.path.join(A.dir, "dns-queries.log"), "a") as f:
+            f.write("%s %d\n" % (name, qtype))
+        ans = b""
+        n = 0
+        rcode = 3
+        if name in answers:
+            rcode = 0
+            for ip in answers[name]:
+                fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+                want = 28 if fam == socket.AF_INET6 else 1
+                if qtype != want:
+                    continue
+                rd = socket.inet_pton(fam, ip)
+                ans += (b"\xc0\x0c" + want.to_bytes(2, "big") +
+                        b"\x00\x01\x00\x00\x00\x3c" +
+                        len(rd).to_bytes(2, "big") + rd)
+                n += 1
+        # same id, QR=1, opcode and RD copied, RA=1, RCODE
+        flags = bytes([0x80 | (q[2] & 0x79), 0x80 | rcode])
+        s.sendto(q[:2] + flags + b"\x00\x01" + n.to_bytes(2, "big") +
+                 b"\0\0\0\0" + q[12:qend] + ans, peer)
 
 
 def main():
@@ -338,6 +373,8 @@ def main():
     p.add_argument("--report")
     p.add_argument("--bytes", type=int, default=0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--a", action="append",
+                   help="dns: NAME=IP to answer (A or AAAA); else NXDOMAIN")
     A = p.parse_args()
     if A.kind == "backlog":
         return serve_backlog()

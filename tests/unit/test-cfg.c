@@ -309,12 +309,13 @@ test_bad_files(void)
 		NULL
 	};
 	static const char *const hosts[] = {
-		"3: duplicate host 'a.example' in [hosts] (first at line 2)",
 		"4: bad address 'not-an-ip' for 'b.example' in [hosts]: "
 		    "expected an IPv4 or IPv6 address",
 		"5: no address for 'c.example' in [hosts]",
 		"6: bad host name '127.0.0.1' in [hosts]: an address needs "
 		    "no pinning",
+		"3: duplicate host 'a.example' in [hosts] (first at line 2)",
+		"7: duplicate host 'a.example' in [hosts] (first at line 2)",
 		NULL
 	};
 	static const char *const admin[] = {

@@ -361,10 +361,10 @@ sb_bwrap_explain(const char *bwrap)
 		return;
 	}
 	fprintf(stderr,
-"egressd: bwrap needs user, mount, PID and network namespaces; inside a\n"
-"  container they are often forbidden (Docker: run with a seccomp profile\n"
-"  that allows unshare/clone of namespaces, or --privileged).  Check with:\n"
-"    %s --unshare-all --ro-bind / / true\n"
-"  Use --sandbox none to run without isolation (not recommended).\n",
-	    bwrap);
+"egressd: the kernel settings for user namespaces look fine, so the cause\n"
+"  is in bwrap's message: a path that cannot be bound, a process limit\n"
+"  (ulimit -u), or a container that forbids namespaces (Docker: a seccomp\n"
+"  profile allowing unshare and clone of namespaces, or --privileged).\n"
+"  Check with: %s --unshare-all --ro-bind / / true\n"
+"  (--sandbox none runs without any isolation.)\n", bwrap);
 }

@@ -594,7 +594,8 @@ relay_thr_main(void *arg)
 
 /*
  * A fresh 0700 directory for the socket and the audit log, outside
- * everything the command may write.  Returns 0 and fills buf.
+ * everything the command may write (cwd NULL: no sandbox, no such
+ * constraint).  Returns 0 and fills buf.
  */
 static int
 make_privdir(const struct run_opts *o, const char *cwd, char *buf,
@@ -617,7 +618,7 @@ make_privdir(const struct run_opts *o, const char *cwd, char *buf,
 			continue;
 		/* the sandbox must not see this directory writable */
 		bad = cwd != NULL && sb_path_under(cand[i], cwd);
-		for (j = 0; j < o->rw.n; j++)
+		for (j = 0; cwd != NULL && j < o->rw.n; j++)
 			if (sb_path_under(cand[i], o->rw.v[j]))
 				bad = 1;
 		/* room for "/sock/proxy.sock" in sun_path (108) */
@@ -694,7 +695,31 @@ struct run_state {
 	char			 sock[PATH_MAX + 24];
 	char			 auditpath[PATH_MAX + 16];
 	int			 audit_tmp;
+	char			 proxyrp[PATH_MAX];	/* --proxy, resolved */
 };
+
+/*
+ * The working directory is bound writable: refuse "/" and a whole home
+ * directory (it holds ~/.ssh), unless --rw names it.  0 or -1.
+ */
+static int
+check_cwd(const struct run_opts *o, const char *cwd)
+{
+	struct sb_strv homes = { 0 };
+	int bad;
+
+	sb_homes(&homes, getenv("HOME"));
+	bad = strcmp(cwd, "/") == 0 ||
+	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&o->rw, cwd));
+	sb_strv_free(&homes);
+	if (!bad)
+		return 0;
+	fprintf(stderr, "egressd: the working directory %s would be writable "
+	    "inside the sandbox, with everything in it;\n"
+	    "  cd into a project directory (or pass --rw %s to mean it)\n",
+	    cwd, cwd);
+	return -1;
+}
 
 static int
 proxy_start(struct run_state *st)
@@ -825,8 +850,7 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 {
 	struct sb_bwrap_spec spec;
 	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 }, keep = { 0 };
-	char bw[PATH_MAX], exe[PATH_MAX], sockrp[PATH_MAX];
-	struct stat sst;
+	char bw[PATH_MAX], exe[PATH_MAX];
 	ssize_t n;
 	size_t i, j;
 	int rc = 3, covered;
@@ -853,16 +877,6 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		return 3;
 	}
 	sb_homes(&homes, getenv("HOME"));
-	/* a home directory as the working dir would expose ~/.ssh */
-	if (strcmp(cwd, "/") == 0 ||
-	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&st->o.rw, cwd))) {
-		fprintf(stderr, "egressd: the working directory %s would be "
-		    "writable inside the sandbox, with everything in it;\n"
-		    "  cd into a project directory (or pass --rw %s to "
-		    "mean it)\n", cwd, cwd);
-		rc = 2;
-		goto out;
-	}
 	for (i = 0; i < homes.n; i++)
 		sb_strv_add(&hidden, homes.v[i]);
 	sb_strv_add(&hidden, "/tmp");
@@ -887,15 +901,9 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	spec.ro = &st->o.ro;
 	spec.homes = &homes;
 	spec.libs = &keep;
-	if (st->o.proxy != NULL) {
-		if (realpath(st->o.proxy, sockrp) == NULL ||
-		    stat(sockrp, &sst) == -1 || !S_ISSOCK(sst.st_mode)) {
-			fprintf(stderr, "egressd: --proxy %s: not a Unix "
-			    "socket\n", st->o.proxy);
-			goto out;
-		}
-		spec.sockfile = sockrp;
-	} else
+	if (st->o.proxy != NULL)
+		spec.sockfile = st->proxyrp;
+	else
 		spec.sockdir = st->sockdir;
 	spec.ready_fd = ready_fd;
 	spec.cmd = st->o.cmd;
@@ -1060,6 +1068,7 @@ run_main(int argc, char *argv[])
 {
 	struct run_state st;
 	struct sb_strv envp = { 0 }, cargv = { 0 }, xargv = { 0 };
+	struct stat sst;
 	sigset_t mask;
 	char cwd[PATH_MAX], url[64], execpath[PATH_MAX], err[256];
 	int rc, sfd = -1, rp[2] = { -1, -1 }, afd = -1, bwrap, fd;
@@ -1081,13 +1090,24 @@ run_main(int argc, char *argv[])
 		goto done;
 	}
 	bwrap = st.o.mode != SB_NONE;
+	if (bwrap && check_cwd(&st.o, cwd) == -1) {
+		rc = 2;
+		goto done;
+	}
+	if (st.o.proxy != NULL && (realpath(st.o.proxy, st.proxyrp) == NULL ||
+	    stat(st.proxyrp, &sst) == -1 || !S_ISSOCK(sst.st_mode))) {
+		fprintf(stderr, "egressd: --proxy %s: not a Unix socket\n",
+		    st.o.proxy);
+		goto done;
+	}
 	if (!bwrap)
 		fprintf(stderr, "egressd: warning: --sandbox none: no "
 		    "isolation; the command can reach the network and your "
 		    "files directly, only programs that honour HTTPS_PROXY "
 		    "go through egressd\n");
 
-	if (make_privdir(&st.o, cwd, st.privdir, sizeof(st.privdir)) == -1)
+	if (make_privdir(&st.o, bwrap ? cwd : NULL, st.privdir,
+	    sizeof(st.privdir)) == -1)
 		goto done;
 	snprintf(st.sockdir, sizeof(st.sockdir), "%s/sock", st.privdir);
 	snprintf(st.sock, sizeof(st.sock), "%s/proxy.sock", st.sockdir);
@@ -1136,7 +1156,7 @@ run_main(int argc, char *argv[])
 		if (afd == -1)
 			goto done;
 	} else {
-		st.rt.sock = st.o.proxy != NULL ? st.o.proxy : st.sock;
+		st.rt.sock = st.o.proxy != NULL ? st.proxyrp : st.sock;
 		st.rt.lfd = sb_relay_listen(0, &port, err, sizeof(err));
 		if (st.rt.lfd == -1) {
 			fprintf(stderr, "egressd: relay: %s\n", err);

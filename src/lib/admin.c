@@ -1,0 +1,1004 @@
+/*
+ * admin.c: the admin API on libmicrohttpd (the only file that includes
+ * microhttpd.h).  MHD runs it on threads of its own, one per connection,
+ * so a phase switch that waits for the loops to close tunnels never holds
+ * up /healthz; handlers change the proxy only through egress.h's control
+ * calls and read the configuration under egress.lock.
+ */
+#include "egress-int.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "admin.h"
+#include "audit.h"
+#include "cfg.h"
+#include "metrics.h"
+#include "policy.h"
+#include "proxy.h"
+
+#define TOKEN_MAX	4096
+#define JSON_MAX	(16u << 20)	/* largest response we build */
+
+struct eg_admin {
+	struct egress		*ex;
+	struct MHD_Daemon	*d;
+	int			 fd;		/* ours until MHD owns it */
+	char			*path;		/* Unix: unlinked at stop */
+	char			*where;		/* for messages */
+	int			 tcp;
+	char			*token;		/* TCP: the bearer token */
+	size_t			 toklen;
+	pthread_mutex_t		 mtx;		/* one switch/reload at once */
+};
+
+struct req {				/* one request's upload state */
+	size_t			 len;
+	int			 too_big;
+	char			 body[EG_ADMIN_BODY_MAX];
+};
+
+/* --- small JSON writer ---------------------------------------------------- */
+
+struct jb {
+	char	*p;
+	size_t	 len, cap;
+	int	 oom;
+};
+
+static void
+jb_raw(struct jb *j, const char *s, size_t n)
+{
+	size_t ncap;
+	char *np;
+
+	if (j->oom)
+		return;
+	if (j->len + n + 1 > j->cap) {
+		ncap = j->cap ? j->cap : 256;
+		while (ncap < j->len + n + 1 && ncap <= JSON_MAX)
+			ncap *= 2;
+		if (ncap > JSON_MAX || (np = realloc(j->p, ncap)) == NULL) {
+			j->oom = 1;
+			return;
+		}
+		j->p = np;
+		j->cap = ncap;
+	}
+	memcpy(j->p + j->len, s, n);
+	j->len += n;
+	j->p[j->len] = '\0';
+}
+
+static void
+jb_lit(struct jb *j, const char *s)
+{
+	jb_raw(j, s, strlen(s));
+}
+
+static void
+jb_u64(struct jb *j, uint64_t v)
+{
+	char b[24];
+	int n;
+
+	n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	jb_raw(j, b, (size_t)n);
+}
+
+/* A JSON string: quotes, backslashes, control and 8-bit bytes escaped. */
+static void
+jb_str(struct jb *j, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[6];
+	unsigned char ch;
+
+	jb_raw(j, "\"", 1);
+	for (; s != NULL && *s != '\0'; s++) {
+		ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\') {
+			e[0] = '\\';
+			e[1] = (char)ch;
+			jb_raw(j, e, 2);
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			memcpy(e, "\\u00", 4);
+			e[4] = hex[ch >> 4];
+			e[5] = hex[ch & 15];
+			jb_raw(j, e, 6);
+		} else
+			jb_raw(j, s, 1);
+	}
+	jb_raw(j, "\"", 1);
+}
+
+/* --- PUT /v1/phase body -------------------------------------------------- */
+
+static size_t
+skip_ws(const char *s, size_t i, size_t len)
+{
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+	    s[i] == '\r'))
+		i++;
+	return i;
+}
+
+static int
+name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+int
+eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
+    const char **why)
+{
+	static const char key[] = "\"phase\"";
+	size_t i, start;
+
+	*why = "expected {\"phase\":\"NAME\"}";
+	i = skip_ws(body, 0, len);
+	if (i >= len || body[i] != '{')
+		return -1;
+	i = skip_ws(body, i + 1, len);
+	if (len - i < sizeof(key) - 1 || memcmp(body + i, key,
+	    sizeof(key) - 1) != 0)
+		return -1;
+	i = skip_ws(body, i + sizeof(key) - 1, len);
+	if (i >= len || body[i] != ':')
+		return -1;
+	i = skip_ws(body, i + 1, len);
+	if (i >= len || body[i] != '"')
+		return -1;
+	start = ++i;
+	while (i < len && name_char(body[i]))
+		i++;
+	if (i >= len || body[i] != '"') {
+		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
+		return -1;
+	}
+	if (i == start || i - start > 63 || i - start >= cap) {
+		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
+		return -1;
+	}
+	memcpy(name, body + start, i - start);
+	name[i - start] = '\0';
+	i = skip_ws(body, i + 1, len);
+	if (i >= len || body[i] != '}')
+		return -1;
+	i = skip_ws(body, i + 1, len);
+	if (i != len)
+		return -1;
+	*why = NULL;
+	return 0;
+}
+
+/* --- responses --------------------------------------------------------------- */
+
+static enum MHD_Result
+reply(struct MHD_Connection *con, unsigned status, const char *type,
+    const char *body, size_t len, const char *hname, const char *hval)
+{
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	r = MHD_create_response_from_buffer(len, (void *)(uintptr_t)body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (hname != NULL)
+		MHD_add_response_header(r, hname, hval);
+	rc = MHD_queue_response(con, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result
+reply_json(struct MHD_Connection *con, unsigned status, struct jb *j)
+{
+	enum MHD_Result rc;
+
+	if (j->oom) {
+		free(j->p);
+		return reply(con, 500, "application/json",
+		    "{\"error\":\"out of memory\"}\n", 26, NULL, NULL);
+	}
+	jb_raw(j, "\n", 1);
+	rc = reply(con, status, "application/json", j->p ? j->p : "",
+	    j->len, NULL, NULL);
+	free(j->p);
+	return rc;
+}
+
+static enum MHD_Result
+reply_err(struct MHD_Connection *con, unsigned status, const char *msg,
+    const char *hname, const char *hval)
+{
+	struct jb j = { 0 };
+	enum MHD_Result rc;
+
+	jb_lit(&j, "{\"error\":");
+	jb_str(&j, msg);
+	jb_lit(&j, "}\n");
+	if (j.oom) {
+		free(j.p);
+		return MHD_NO;
+	}
+	rc = reply(con, status, "application/json", j.p, j.len, hname, hval);
+	free(j.p);
+	return rc;
+}
+
+/* --- routes -------------------------------------------------------------- */
+
+static void
+json_allow(struct jb *j, const struct eg_phase *p)
+{
+	size_t i;
+
+	jb_lit(j, "\"mode\":");
+	jb_str(j, p->report ? "report" : "enforce");
+	jb_lit(j, ",\"allow\":[");
+	for (i = 0; i < p->nrules; i++) {
+		if (i)
+			jb_raw(j, ",", 1);
+		jb_str(j, p->rules[i].text);
+	}
+	jb_raw(j, "]", 1);
+}
+
+static enum MHD_Result
+get_status(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct egress *ex = ad->ex;
+	const char *const *m;
+	struct jb j = { 0 };
+	char phase[128];
+	int64_t up;
+
+	egress_phase(ex, phase, sizeof(phase));
+	up = eg_wall_ms() - ex->started_ms;
+	jb_lit(&j, "{\"version\":");
+	jb_str(&j, egress_version());
+	jb_lit(&j, ",\"phase\":");
+	jb_str(&j, phase);
+	jb_lit(&j, ",\"uptime_s\":");
+	jb_u64(&j, up > 0 ? (uint64_t)up / 1000 : 0);
+	jb_lit(&j, ",\"connections\":{\"active\":");
+	jb_u64(&j, __atomic_load_n(&ex->active, __ATOMIC_RELAXED));
+	jb_lit(&j, ",\"total\":");
+	jb_u64(&j, __atomic_load_n(&ex->total, __ATOMIC_RELAXED));
+	jb_lit(&j, "},\"modules\":[");
+	for (m = egress_modules(); *m != NULL; m++) {
+		if (m != egress_modules())
+			jb_raw(&j, ",", 1);
+		jb_str(&j, *m);
+	}
+	jb_lit(&j, "]}");
+	return reply_json(con, 200, &j);
+}
+
+static enum MHD_Result
+get_phase(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct egress *ex = ad->ex;
+	struct jb j = { 0 };
+
+	pthread_rwlock_rdlock(&ex->lock);
+	jb_lit(&j, "{\"phase\":");
+	jb_str(&j, ex->def.phase->name);
+	jb_raw(&j, ",", 1);
+	json_allow(&j, ex->def.phase);
+	jb_raw(&j, "}", 1);
+	pthread_rwlock_unlock(&ex->lock);
+	return reply_json(con, 200, &j);
+}
+
+static enum MHD_Result
+get_phases(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct egress *ex = ad->ex;
+	struct jb j = { 0 };
+	size_t i;
+
+	pthread_rwlock_rdlock(&ex->lock);
+	jb_lit(&j, "{\"phase\":");
+	jb_str(&j, ex->def.phase->name);
+	jb_lit(&j, ",\"phases\":[");
+	for (i = 0; i < ex->cfg->nphases; i++) {
+		if (i)
+			jb_raw(&j, ",", 1);
+		jb_lit(&j, "{\"name\":");
+		jb_str(&j, ex->cfg->phases[i].name);
+		jb_raw(&j, ",", 1);
+		json_allow(&j, &ex->cfg->phases[i]);
+		jb_raw(&j, "}", 1);
+	}
+	jb_lit(&j, "]}");
+	pthread_rwlock_unlock(&ex->lock);
+	return reply_json(con, 200, &j);
+}
+
+/* Does the Content-Type name application/json (parameters allowed)? */
+static int
+is_json_type(const char *ct)
+{
+	static const char t[] = "application/json";
+
+	if (ct == NULL)
+		return 0;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	if (strncasecmp(ct, t, sizeof(t) - 1) != 0)
+		return 0;
+	ct += sizeof(t) - 1;
+	return *ct == '\0' || *ct == ';' || *ct == ' ' || *ct == '\t';
+}
+
+static enum MHD_Result
+put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
+{
+	struct egress *ex = ad->ex;
+	char name[64], prev[128], msg[600];
+	const char *why;
+	struct jb j = { 0 };
+	unsigned closed = 0;
+	int rc, e;
+
+	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return reply_err(con, 400, "Content-Type must be "
+		    "application/json", NULL, NULL);
+	if (rq->too_big)
+		return reply_err(con, 400, "request body over 4096 bytes",
+		    NULL, NULL);
+	if (eg_admin_parse_phase(rq->body, rq->len, name, sizeof(name),
+	    &why) == -1)
+		return reply_err(con, 400, why, NULL, NULL);
+	if (ex->stopping)
+		return reply_err(con, 503, "shutting down", NULL, NULL);
+	pthread_mutex_lock(&ad->mtx);
+	egress_phase(ex, prev, sizeof(prev));
+	errno = 0;
+	rc = egress_set_phase(ex, name, "admin", &closed);
+	e = errno;
+	if (rc == -1)
+		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+	pthread_mutex_unlock(&ad->mtx);
+	if (rc == -1)
+		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
+		    NULL);
+	jb_lit(&j, "{\"phase\":");
+	jb_str(&j, name);
+	jb_lit(&j, ",\"previous\":");
+	jb_str(&j, prev);
+	jb_lit(&j, ",\"closed\":");
+	jb_u64(&j, closed);
+	jb_raw(&j, "}", 1);
+	return reply_json(con, 200, &j);
+}
+
+/* A decimal query value: 1 to 20 digits, no overflow.  0 or -1. */
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (s == NULL || *s == '\0' || strlen(s) > 20)
+		return -1;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static enum MHD_Result
+get_audit(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	const char *s;
+	uint64_t since = 0, limit = 100;
+	enum MHD_Result rc;
+	size_t cap, n;
+	char *buf;
+
+	s = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
+	if (s != NULL && parse_u64(s, &since) == -1)
+		return reply_err(con, 400, "since: expected a decimal seq",
+		    NULL, NULL);
+	s = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
+	if (s != NULL && (parse_u64(s, &limit) == -1 || limit == 0 ||
+	    limit > EG_ADMIN_AUDIT_MAX))
+		return reply_err(con, 400, "limit: expected 1 to 1000",
+		    NULL, NULL);
+	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
+	if ((buf = malloc(cap)) == NULL)
+		return reply_err(con, 500, "out of memory", NULL, NULL);
+	n = eg_audit_ring_json(ad->ex->audit, since, (unsigned)limit, buf,
+	    cap - 1);
+	buf[n++] = '\n';
+	rc = reply(con, 200, "application/json", buf, n, NULL, NULL);
+	free(buf);
+	return rc;
+}
+
+static enum MHD_Result
+post_reload(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct egress *ex = ad->ex;
+	struct jb j = { 0 };
+	const char *p, *nl;
+	char *msg, phase[128];
+	int rc;
+
+	if (ex->stopping)
+		return reply_err(con, 503, "shutting down", NULL, NULL);
+	if ((msg = malloc(sizeof(ex->errmsg))) == NULL)
+		return reply_err(con, 500, "out of memory", NULL, NULL);
+	pthread_mutex_lock(&ad->mtx);
+	rc = egress_reload(ex, "admin");
+	if (rc == -1)
+		snprintf(msg, sizeof(ex->errmsg), "%s", egress_errmsg(ex));
+	pthread_mutex_unlock(&ad->mtx);
+	if (rc == -1) {
+		jb_lit(&j, "{\"errors\":[");
+		for (p = msg; *p != '\0'; p = *nl ? nl + 1 : nl) {
+			if ((nl = strchr(p, '\n')) == NULL)
+				nl = p + strlen(p);
+			if (nl == p)
+				continue;
+			if (p != msg)
+				jb_raw(&j, ",", 1);
+			jb_raw(&j, "\"", 1);
+			/* escape one line through a bounded copy */
+			{
+				char line[1024];
+				size_t n = (size_t)(nl - p);
+				struct jb t = { 0 };
+
+				if (n >= sizeof(line))
+					n = sizeof(line) - 1;
+				memcpy(line, p, n);
+				line[n] = '\0';
+				jb_str(&t, line);
+				if (t.oom)
+					j.oom = 1;
+				else
+					jb_raw(&j, t.p + 1, t.len - 2);
+				free(t.p);
+			}
+			jb_raw(&j, "\"", 1);
+		}
+		jb_lit(&j, "]}");
+		free(msg);
+		return reply_json(con, 422, &j);
+	}
+	free(msg);
+	pthread_rwlock_rdlock(&ex->lock);
+	if ((ex->cfg->admin == NULL) != (ad->where == NULL) ||
+	    (ex->cfg->admin != NULL && strcmp(ex->cfg->admin, "none") != 0 &&
+	    (ad->where == NULL || strcmp(ex->cfg->admin, ad->where) != 0)))
+		eg_log(ex, EGRESS_LOG_WARN, "admin: the admin listener "
+		    "changes only at restart");
+	pthread_rwlock_unlock(&ex->lock);
+	egress_phase(ex, phase, sizeof(phase));
+	jb_lit(&j, "{\"reloaded\":true,\"phase\":");
+	jb_str(&j, phase);
+	jb_raw(&j, "}", 1);
+	return reply_json(con, 200, &j);
+}
+
+static enum MHD_Result
+get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct egress *ex = ad->ex;
+	struct eg_metrics_gauges g;
+	enum MHD_Result rc;
+	char phase[128], *buf = NULL, *nb;
+	size_t cap = 65536, n = 0;
+	int64_t up;
+	int tries;
+
+	egress_phase(ex, phase, sizeof(phase));
+	up = eg_wall_ms() - ex->started_ms;
+	g.phase = phase;
+	g.active = __atomic_load_n(&ex->active, __ATOMIC_RELAXED);
+	g.total = __atomic_load_n(&ex->total, __ATOMIC_RELAXED);
+	g.uptime_s = up > 0 ? (uint64_t)up / 1000 : 0;
+	for (tries = 0; tries < 4; tries++) {
+		if (cap > JSON_MAX || (nb = realloc(buf, cap)) == NULL)
+			break;
+		buf = nb;
+		n = eg_metrics_render(ex->metrics, &g, buf, cap);
+		if (n < cap)
+			break;
+		cap = n + 4096;
+	}
+	if (buf == NULL || n >= cap) {
+		free(buf);
+		return reply_err(con, 500, "out of memory", NULL, NULL);
+	}
+	rc = reply(con, 200, "text/plain; version=0.0.4; charset=utf-8", buf,
+	    n, NULL, NULL);
+	free(buf);
+	return rc;
+}
+
+/* --- dispatch ------------------------------------------------------------ */
+
+/* Constant-time check of "Authorization: Bearer TOKEN". */
+static int
+authorized(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	const char *h, *tok;
+	size_t n, i;
+	unsigned char diff;
+
+	if (!ad->tcp)
+		return 1;
+	h = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	if (h == NULL)
+		return 0;
+	while (*h == ' ' || *h == '\t')
+		h++;
+	if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] !=
+	    '\t'))
+		return 0;
+	tok = h + 6;
+	while (*tok == ' ' || *tok == '\t')
+		tok++;
+	n = strlen(tok);
+	while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+		n--;
+	/* every byte of the secret is visited whatever the input */
+	diff = n != ad->toklen;
+	for (i = 0; i < ad->toklen; i++)
+		diff |= (unsigned char)(ad->token[i] ^ (i < n ? tok[i] : 0));
+	return diff == 0;
+}
+
+enum method { M_GET, M_PUT, M_POST, M_OTHER };
+
+static enum MHD_Result
+dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
+    enum method m, struct req *rq)
+{
+	if (strcmp(url, "/healthz") == 0) {
+		if (m != M_GET)
+			return reply_err(con, 405, "use GET", "Allow", "GET");
+		return reply(con, 200, "text/plain; charset=utf-8", "ok\n", 3,
+		    NULL, NULL);
+	}
+	if (!authorized(ad, con))
+		return reply_err(con, 401, "missing or wrong bearer token "
+		    "(Authorization: Bearer TOKEN from admin_token_file)",
+		    "WWW-Authenticate", "Bearer");
+	if (strcmp(url, "/v1/status") == 0) {
+		if (m != M_GET)
+			return reply_err(con, 405, "use GET", "Allow", "GET");
+		return get_status(ad, con);
+	}
+	if (strcmp(url, "/v1/phase") == 0) {
+		if (m == M_GET)
+			return get_phase(ad, con);
+		if (m == M_PUT)
+			return put_phase(ad, con, rq);
+		return reply_err(con, 405, "use GET or PUT", "Allow",
+		    "GET, PUT");
+	}
+	if (strcmp(url, "/v1/phases") == 0) {
+		if (m != M_GET)
+			return reply_err(con, 405, "use GET", "Allow", "GET");
+		return get_phases(ad, con);
+	}
+	if (strcmp(url, "/v1/audit") == 0) {
+		if (m != M_GET)
+			return reply_err(con, 405, "use GET", "Allow", "GET");
+		return get_audit(ad, con);
+	}
+	if (strcmp(url, "/v1/reload") == 0) {
+		if (m != M_POST)
+			return reply_err(con, 405, "use POST", "Allow",
+			    "POST");
+		return post_reload(ad, con);
+	}
+	if (strcmp(url, "/metrics") == 0) {
+		if (m != M_GET)
+			return reply_err(con, 405, "use GET", "Allow", "GET");
+		return get_metrics(ad, con);
+	}
+	return reply_err(con, 404, "no such route", NULL, NULL);
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *con, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct eg_admin *ad = cls;
+	struct req *rq = *con_cls;
+	enum method m;
+	size_t n;
+
+	(void)version;
+	if (rq == NULL) {
+		if ((rq = calloc(1, sizeof(*rq))) == NULL)
+			return MHD_NO;
+		*con_cls = rq;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		/* keep the first EG_ADMIN_BODY_MAX bytes; drop the rest */
+		n = *upload_data_size;
+		if (rq->len + n > sizeof(rq->body)) {
+			rq->too_big = 1;
+		} else {
+			memcpy(rq->body + rq->len, upload_data, n);
+			rq->len += n;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+		m = M_GET;
+	else if (strcmp(method, "PUT") == 0)
+		m = M_PUT;
+	else if (strcmp(method, "POST") == 0)
+		m = M_POST;
+	else
+		m = M_OTHER;
+	return dispatch(ad, con, url, m, rq);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)con;
+	(void)toe;
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct eg_admin *ad = cls;
+	char msg[512];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	eg_log(ad->ex, EGRESS_LOG_DEBUG, "admin: %s", msg);
+}
+
+/* --- listeners ------------------------------------------------------------ */
+
+int
+eg_admin_default_path(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (xdg != NULL && *xdg != '\0')
+		n = snprintf(buf, len, "%s/egressd/admin.sock", xdg);
+	else
+		n = snprintf(buf, len, "/tmp/egressd-%lu/admin.sock",
+		    (unsigned long)getuid());
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Create the default socket's folder 0700, or check the existing one. */
+static int
+default_dir(const char *path, struct eg_err *err)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash;
+	struct stat st;
+
+	slash = strrchr(path, '/');
+	if (slash == NULL || (size_t)(slash - path) >= sizeof(dir))
+		return eg_err_set(err, EINVAL, "admin %s: bad path", path);
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return eg_err_set(err, errno, "admin: cannot create %s: %s",
+		    dir, strerror(errno));
+	if (lstat(dir, &st) == -1)
+		return eg_err_set(err, errno, "admin: %s: %s", dir,
+		    strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077) != 0)
+		return eg_err_set(err, EPERM, "admin: %s must be a folder "
+		    "owned by uid %lu with mode 0700; refusing to use it",
+		    dir, (unsigned long)getuid());
+	return 0;
+}
+
+/* Is somebody accepting connections on the Unix socket at path? */
+static int
+unix_live(const struct sockaddr_un *sun)
+{
+	int fd, live;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
+	close(fd);
+	return live;
+}
+
+/* 1 live server (not an error for the default), 0 bound, -1 error. */
+static int
+listen_unix(struct eg_admin *ad, const char *path, mode_t mode,
+    struct eg_err *err)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return eg_err_set(err, ENAMETOOLONG, "admin %s: path too "
+		    "long", path);
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return eg_err_set(err, EEXIST, "admin %s: exists and "
+			    "is not a socket", path);
+		if (unix_live(&sun)) {
+			eg_err_set(err, EADDRINUSE, "admin %s: another "
+			    "server is listening there", path);
+			return 1;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return eg_err_set(err, errno, "admin %s: %s", path,
+		    strerror(errno));
+	/* nobody can connect before listen(), so the mode is set first */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (chmod(path, mode) == -1 || listen(fd, 64) == -1) {
+		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	ad->fd = fd;
+	ad->path = strdup(path);
+	if (ad->path == NULL)
+		return eg_err_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int
+listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)(void *)&ss;
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h;
+	size_t hlen;
+	uint64_t port;
+	socklen_t sl;
+	int fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if ((colon = strrchr(text, ':')) == NULL ||
+	    parse_u64(colon + 1, &port) == -1 || port == 0 || port > 65535)
+		return eg_err_set(err, EINVAL, "admin %s: expected ADDR:PORT",
+		    text);
+	h = text;
+	hlen = (size_t)(colon - text);
+	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+		h++;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return eg_err_set(err, EINVAL, "admin %s: bad address", text);
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		sl = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		sl = sizeof(*sin6);
+	} else
+		return eg_err_set(err, EINVAL, "admin %s: bad address", text);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return eg_err_set(err, errno, "admin %s: %s", text,
+		    strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
+	    listen(fd, 64) == -1) {
+		eg_err_set(err, errno, "admin %s: %s", text, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	ad->fd = fd;
+	ad->tcp = 1;
+	return 0;
+}
+
+/* Read the bearer token: one line, trailing white space dropped. */
+static int
+read_token(struct eg_admin *ad, const char *file, struct eg_err *err)
+{
+	char buf[TOKEN_MAX + 1];
+	size_t len = 0, i;
+	ssize_t n;
+	int fd;
+
+	if (file == NULL)
+		return eg_err_set(err, EINVAL, "admin on TCP requires "
+		    "admin_token_file");
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1)
+		return eg_err_set(err, errno, "admin_token_file %s: %s", file,
+		    strerror(errno));
+	while (len < sizeof(buf)) {
+		n = read(fd, buf + len, sizeof(buf) - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > TOKEN_MAX)
+		return eg_err_set(err, EINVAL, "admin_token_file %s: longer "
+		    "than %d bytes", file, TOKEN_MAX);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
+	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		len--;
+	if (len == 0)
+		return eg_err_set(err, EINVAL, "admin_token_file %s: empty",
+		    file);
+	for (i = 0; i < len; i++)
+		if (buf[i] <= ' ' || buf[i] > '~') {
+			explicit_bzero(buf, sizeof(buf));
+			return eg_err_set(err, EINVAL, "admin_token_file %s: "
+			    "the token must be one word of printable ASCII",
+			    file);
+		}
+	if ((ad->token = malloc(len + 1)) == NULL)
+		return eg_err_set(err, ENOMEM, "out of memory");
+	memcpy(ad->token, buf, len);
+	ad->token[len] = '\0';
+	ad->toklen = len;
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
+}
+
+static void
+admin_free(struct eg_admin *ad)
+{
+	if (ad == NULL)
+		return;
+	if (ad->d != NULL)
+		MHD_stop_daemon(ad->d);		/* closes ad->fd */
+	else if (ad->fd != -1)
+		close(ad->fd);
+	if (ad->path != NULL)
+		unlink(ad->path);
+	free(ad->path);
+	free(ad->where);
+	if (ad->token != NULL) {
+		explicit_bzero(ad->token, ad->toklen);
+		free(ad->token);
+	}
+	pthread_mutex_destroy(&ad->mtx);
+	free(ad);
+}
+
+int
+eg_admin_start(struct egress *ex, struct eg_err *err)
+{
+	struct eg_admin *ad;
+	const char *admin = ex->cfg->admin;
+	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int rc;
+
+	if (ex->admin != NULL)
+		return 0;
+	if (admin != NULL && strcmp(admin, "none") == 0)
+		return 0;
+	if ((ad = calloc(1, sizeof(*ad))) == NULL)
+		return eg_err_set(err, ENOMEM, "out of memory");
+	ad->ex = ex;
+	ad->fd = -1;
+	pthread_mutex_init(&ad->mtx, NULL);
+	if (admin == NULL) {
+		if (eg_admin_default_path(def, sizeof(def)) == -1) {
+			admin_free(ad);
+			return eg_err_set(err, ENAMETOOLONG, "admin: the "
+			    "default socket path is too long; set admin =");
+		}
+		if (default_dir(def, err) == -1) {
+			admin_free(ad);
+			return -1;
+		}
+		rc = listen_unix(ad, def, ex->cfg->admin_mode, err);
+		if (rc == 1) {
+			eg_log(ex, EGRESS_LOG_WARN, "%s; running without an "
+			    "admin API (set admin = PATH to have one)",
+			    err->msg);
+			admin_free(ad);
+			return 0;
+		}
+	} else if (strchr(admin, '/') != NULL)
+		rc = listen_unix(ad, admin, ex->cfg->admin_mode, err);
+	else {
+		rc = read_token(ad, ex->cfg->admin_token_file, err);
+		if (rc == 0)
+			rc = listen_tcp(ad, admin, err);
+	}
+	if (rc != 0) {
+		admin_free(ad);
+		return -1;
+	}
+	ad->where = strdup(admin != NULL ? admin : def);
+	ad->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, on_request, ad,
+	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)ad->fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ad,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ad,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+	    MHD_OPTION_END);
+	if (ad->d == NULL || ad->where == NULL) {
+		eg_err_set(err, EIO, "admin %s: cannot start the HTTP server",
+		    admin != NULL ? admin : def);
+		admin_free(ad);
+		return -1;
+	}
+	ex->admin = ad;
+	eg_log(ex, EGRESS_LOG_INFO, "admin API on %s", ad->where);
+	return 0;
+}
+
+void
+eg_admin_stop(struct egress *ex)
+{
+	struct eg_admin *ad;
+
+	if (ex == NULL || (ad = ex->admin) == NULL)
+		return;
+	ex->admin = NULL;
+	admin_free(ad);
+}
