@@ -35,6 +35,7 @@ struct eg_admin {
 	int			 fd;		/* ours until MHD owns it */
 	char			*path;		/* Unix: unlinked at stop */
 	char			*where;		/* for messages */
+	char			*conf;		/* cfg->admin at start */
 	int			 tcp;
 	char			*token;		/* TCP: the bearer token */
 	size_t			 toklen;
@@ -445,7 +446,8 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct jb j = { 0 };
 	const char *p, *nl;
-	char *msg, phase[128];
+	char *msg, phase[128], line[1024];
+	size_t n, nerr = 0;
 	int rc;
 
 	if (ex->stopping)
@@ -462,29 +464,16 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 		for (p = msg; *p != '\0'; p = *nl ? nl + 1 : nl) {
 			if ((nl = strchr(p, '\n')) == NULL)
 				nl = p + strlen(p);
-			if (nl == p)
+			n = (size_t)(nl - p);
+			if (n == 0)
 				continue;
-			if (p != msg)
+			if (n >= sizeof(line))
+				n = sizeof(line) - 1;
+			memcpy(line, p, n);
+			line[n] = '\0';
+			if (nerr++)
 				jb_raw(&j, ",", 1);
-			jb_raw(&j, "\"", 1);
-			/* escape one line through a bounded copy */
-			{
-				char line[1024];
-				size_t n = (size_t)(nl - p);
-				struct jb t = { 0 };
-
-				if (n >= sizeof(line))
-					n = sizeof(line) - 1;
-				memcpy(line, p, n);
-				line[n] = '\0';
-				jb_str(&t, line);
-				if (t.oom)
-					j.oom = 1;
-				else
-					jb_raw(&j, t.p + 1, t.len - 2);
-				free(t.p);
-			}
-			jb_raw(&j, "\"", 1);
+			jb_str(&j, line);
 		}
 		jb_lit(&j, "]}");
 		free(msg);
@@ -492,9 +481,8 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	}
 	free(msg);
 	pthread_rwlock_rdlock(&ex->lock);
-	if ((ex->cfg->admin == NULL) != (ad->where == NULL) ||
-	    (ex->cfg->admin != NULL && strcmp(ex->cfg->admin, "none") != 0 &&
-	    (ad->where == NULL || strcmp(ex->cfg->admin, ad->where) != 0)))
+	if (ex->cfg->admin == NULL ? ad->conf != NULL : ad->conf == NULL ||
+	    strcmp(ex->cfg->admin, ad->conf) != 0)
 		eg_log(ex, EGRESS_LOG_WARN, "admin: the admin listener "
 		    "changes only at restart");
 	pthread_rwlock_unlock(&ex->lock);
@@ -678,6 +666,10 @@ on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 	free(*con_cls);
 	*con_cls = NULL;
 }
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -916,6 +908,7 @@ admin_free(struct eg_admin *ad)
 		unlink(ad->path);
 	free(ad->path);
 	free(ad->where);
+	free(ad->conf);
 	if (ad->token != NULL) {
 		explicit_bzero(ad->token, ad->toklen);
 		free(ad->token);
@@ -971,6 +964,10 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		return -1;
 	}
 	ad->where = strdup(admin != NULL ? admin : def);
+	if (admin != NULL && (ad->conf = strdup(admin)) == NULL) {
+		admin_free(ad);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
 	ad->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, on_request, ad,

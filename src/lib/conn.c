@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "addrclass.h"
 #include "audit.h"
 #include "dns.h"
 #include "host.h"
@@ -25,6 +24,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "reqparse.h"
+#include "select.h"
 #include "sni.h"
 
 #define TUNBUF		16384		/* a pending buffer per direction */
@@ -700,15 +700,6 @@ conn_dns_done(void *arg, int status, const char *reason,
 		conn_step(c);
 }
 
-static void
-sa_set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
-
 static socklen_t
 sa_len(const struct sockaddr_storage *ss)
 {
@@ -729,36 +720,10 @@ sa_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-/*
- * Filter the candidate addresses: drop egressd's own listeners (loop) and,
- * with deny_private, every non-public address that came from DNS.
- * Returns 0 with at least one left, or the reason for refusing.
- */
-static enum eg_reason
-conn_filter_addrs(struct eg_conn *c)
+static int
+conn_is_loop(void *arg, const struct sockaddr *sa)
 {
-	size_t i, k = 0;
-	int loop = 0, priv = 0;
-
-	for (i = 0; i < c->naddr; i++) {
-		sa_set_port(&c->addrs[i], c->port);
-		if (eg_is_loop(c->ex, (struct sockaddr *)&c->addrs[i])) {
-			loop++;
-			continue;
-		}
-		if (c->cfg->deny_private && !c->trusted &&
-		    eg_sa_private((struct sockaddr *)&c->addrs[i]) != NULL) {
-			priv++;
-			continue;
-		}
-		if (k != i)
-			c->addrs[k] = c->addrs[i];
-		k++;
-	}
-	c->naddr = k;
-	if (k > 0)
-		return EG_R_NONE;
-	return loop ? EG_R_LOOP : EG_R_PRIVATE_ADDRESS;
+	return eg_is_loop(arg, sa);
 }
 
 /* Start a non-blocking connect to the next candidate. */
@@ -832,16 +797,21 @@ static void	conn_forward_begin(struct eg_conn *);
 static enum eg_io_res
 conn_do_resolving(struct eg_conn *c)
 {
-	enum eg_reason r;
-
 	if (!c->dns_done)
 		return IO_AGAIN;
 	if (c->dns_status != 0) {
 		conn_fail(c, EG_R_DNS_FAILURE);
 		return IO_OK;
 	}
-	if ((r = conn_filter_addrs(c)) != EG_R_NONE) {
-		conn_fail(c, r);
+	switch (eg_addr_select(c->addrs, c->naddr, c->port,
+	    c->cfg->deny_private, c->trusted, conn_is_loop, c->ex, &c->naddr)) {
+	case EG_SELECT_OK:
+		break;
+	case EG_SELECT_LOOP:
+		conn_fail(c, EG_R_LOOP);
+		return IO_OK;
+	case EG_SELECT_PRIVATE:
+		conn_fail(c, EG_R_PRIVATE_ADDRESS);
 		return IO_OK;
 	}
 	c->t_start = eg_clock_us();

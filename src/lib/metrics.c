@@ -308,6 +308,21 @@ out_seconds(struct out *o, uint64_t us)
 	    (unsigned long long)(us % 1000000));
 }
 
+/* A bucket bound in seconds, shortest form: 0.001, 0.0025, 1, 10. */
+static void
+out_bound(struct out *o, uint64_t us)
+{
+	char frac[8];
+	int n;
+
+	n = snprintf(frac, sizeof(frac), "%06llu",
+	    (unsigned long long)(us % 1000000));
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	out_fmt(o, "%llu%s%s", (unsigned long long)(us / 1000000),
+	    n > 0 ? "." : "", frac);
+}
+
 static void
 render_hist(struct out *o, const char *name, const char *help,
     const struct hist *hi)
@@ -319,7 +334,7 @@ render_hist(struct out *o, const char *name, const char *help,
 	for (i = 0; i < NBUCKET; i++) {
 		cum += load64(&hi->le[i]);
 		out_fmt(o, "%s_bucket{le=\"", name);
-		out_seconds(o, bucket_us[i]);
+		out_bound(o, bucket_us[i]);
 		out_fmt(o, "\"} %llu\n", (unsigned long long)cum);
 	}
 	cum += load64(&hi->inf);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "cfg.h"
 #include "dns.h"
@@ -745,6 +746,10 @@ egress_start(struct egress *ex)
 		return -1;
 	ex->started = 1;
 	ex->started_ms = eg_wall_ms();
+	if (eg_admin_start(ex, &err) == -1) {
+		ex->started = 0;
+		return set_err(ex, "%s", err.msg);
+	}
 	return 0;
 }
 
@@ -816,6 +821,7 @@ egress_free(struct egress *ex)
 
 	if (ex == NULL)
 		return;
+	eg_admin_stop(ex);
 	if (ex->running) {
 		egress_stop(ex);
 		egress_join(ex);

@@ -14,7 +14,7 @@ addrclass|src/lib/addrclass.c src/lib/err.c|
 resp|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
 pattern|src/lib/policy.c src/lib/host.c src/lib/err.c|
 sni|src/lib/sni.c src/lib/err.c|
-cfg|src/lib/config.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
+cfg|src/lib/cfg.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
 '
 
 secs=${1:-60}

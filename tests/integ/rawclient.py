@@ -12,9 +12,12 @@ standard output.  Standard error gets one line: "rawclient: eof" or
   send:TEXT     send TEXT after expanding \\r \\n \\t \\\\ and \\xHH
   sendfile:PATH send a file's bytes
   sleep:SECS    pause
-  shut          shutdown(SHUT_WR)
+  shut          shutdown(SHUT_WR) (not over TLS: use "end")
+  end           stop here: no further actions, no final read
   head          read until the end of a response head (\\r\\n\\r\\n)
-  recv:N        read until N more bytes arrived (after any head)
+  recv:N        read until N more bytes arrived
+  tls:NAME      start TLS (no certificate check) with SNI NAME, or with no
+                SNI when NAME is empty; later actions go through TLS
 
 --snap AUDIT:OUT copies the file AUDIT to OUT the moment the first reply
 bytes arrive, to prove the audit line was written before the reply.
@@ -23,6 +26,7 @@ import argparse
 import os
 import shutil
 import socket
+import ssl
 import sys
 import time
 
@@ -108,6 +112,9 @@ def main():
             elif op == "sleep":
                 time.sleep(float(v))
                 deadline = max(deadline, time.time() + 1)
+            elif op == "end":
+                args.noread = True
+                break
             elif op == "shut":
                 s.shutdown(socket.SHUT_WR)
             elif op == "head":
@@ -119,6 +126,12 @@ def main():
                 while len(got) < want:
                     if not do_recv(s, deadline, args):
                         break
+            elif op == "tls":
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                s.settimeout(max(0.01, deadline - time.time()))
+                s = ctx.wrap_socket(s, server_hostname=v or None)
             else:
                 sys.exit("rawclient: unknown action " + a)
         if not args.noread:
@@ -128,6 +141,8 @@ def main():
         status = "timeout"
     except (ConnectionResetError, BrokenPipeError):
         status = "reset"
+    except (ssl.SSLError, OSError) as e:
+        status = "error: %s" % e
     sys.stdout.buffer.write(got)
     sys.stdout.flush()
     sys.stderr.write("rawclient: %s\n" % status)

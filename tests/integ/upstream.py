@@ -5,6 +5,8 @@
 Kinds:
   echo     echo every byte back; after the client's EOF, finish echoing,
            shut down the write side and close (half-close aware).
+  eofecho  read until the client's EOF, then send everything back and
+           close (proves a half-close reached the upstream).
   http     HTTP/1.1 origin server: every response body names the method,
            the path, the request body's length and SHA-256, and every
            request header received, one per line ("h: Name: value").
@@ -62,6 +64,22 @@ def echo(s, first=b""):
         except OSError:
             pass
     except (OSError, ssl.SSLError):
+        pass
+    finally:
+        s.close()
+
+
+def eofecho(s):
+    got = bytearray()
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        s.sendall(b"EOF after %d bytes:" % len(got) + bytes(got))
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
         pass
     finally:
         s.close()
@@ -362,7 +380,8 @@ def serve_dns():
 def main():
     global A
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=["echo", "http", "count", "tls", "sink",
+    p.add_argument("kind", choices=["echo", "eofecho", "http", "count",
+                                    "tls", "sink",
                                     "source", "backlog", "dns"])
     p.add_argument("--addr", default="127.0.0.3")
     p.add_argument("--port", type=int, required=True)
@@ -399,6 +418,8 @@ def main():
             fn, args = echo, (s,)
         elif A.kind == "echo":
             fn, args = echo, (s,)
+        elif A.kind == "eofecho":
+            fn, args = eofecho, (s,)
         elif A.kind == "http":
             fn, args = http, (s,)
         elif A.kind == "sink":
