@@ -187,6 +187,11 @@ main(int argc, char *argv[])
 			return EX_CONFIG;
 		}
 	free(opts);
+	if (egress_check(ex) == -1) {
+		fprintf(stderr, "%s\n", egress_errmsg(ex));
+		egress_free(ex);
+		return EX_CONFIG;
+	}
 	if (test) {
 		fprintf(stderr, "%s: configuration ok\n",
 		    cfgfile ? cfgfile : "(embedded default)");

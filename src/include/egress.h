@@ -122,6 +122,13 @@ EGRESS_API struct egress *egress_new_from_string(const char *text,
 EGRESS_API int	egress_set_option(struct egress *ex, const char *key,
 		    const char *value);
 
+/*
+ * Validate the configuration with every override applied (the initial
+ * phase exists, there is a listener, ...).  egress_start() does this too.
+ * On error, egress_errmsg() holds every problem, one per line.
+ */
+EGRESS_API int	egress_check(struct egress *ex);
+
 EGRESS_API void	egress_set_log_cb(struct egress *ex, egress_log_cb cb,
 		    void *arg);
 /* Subscribe to audit events (before egress_start()).  Up to 8. */

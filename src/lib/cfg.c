@@ -9,7 +9,6 @@
 #include "egress-int.h"
 
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -1096,9 +1095,8 @@ struct eg_cfg *
 eg_cfg_load(const char *path, struct eg_errs *errs)
 {
 	struct eg_cfg *cfg;
-	struct stat st;
-	char *buf;
-	size_t off = 0;
+	char *buf = NULL, *nb;
+	size_t off = 0, cap = 0;
 	ssize_t n;
 	int fd;
 
@@ -1108,36 +1106,35 @@ eg_cfg_load(const char *path, struct eg_errs *errs)
 		    strerror(errno));
 		return NULL;
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		eg_errs_add(errs, "%s: cannot open: %s", path,
-		    S_ISREG(st.st_mode) ? strerror(errno) :
-		    "not a regular file");
-		close(fd);
-		return NULL;
-	}
-	if (st.st_size > CFG_FILE_MAX) {
-		eg_errs_add(errs, "%s: cannot open: larger than %d bytes",
-		    path, CFG_FILE_MAX);
-		close(fd);
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf == NULL) {
-		eg_errs_add(errs, "%s: cannot open: out of memory", path);
-		close(fd);
-		return NULL;
-	}
-	/* The size may change under us: never read past the buffer. */
-	while (off < (size_t)st.st_size) {
-		n = read(fd, buf + off, (size_t)st.st_size - off);
+	/*
+	 * Read to the end whatever the file is (a pipe such as /dev/stdin
+	 * works too), growing the buffer up to CFG_FILE_MAX.
+	 */
+	for (;;) {
+		if (off == cap) {
+			if (cap == CFG_FILE_MAX) {
+				eg_errs_add(errs, "%s: cannot read: larger "
+				    "than %d bytes", path, CFG_FILE_MAX);
+				goto fail;
+			}
+			cap = cap ? cap * 2 : 64 * 1024;
+			if (cap > CFG_FILE_MAX)
+				cap = CFG_FILE_MAX;
+			nb = realloc(buf, cap);
+			if (nb == NULL) {
+				eg_errs_add(errs, "%s: cannot read: out of "
+				    "memory", path);
+				goto fail;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + off, cap - off);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
 			eg_errs_add(errs, "%s: cannot read: %s", path,
 			    strerror(errno));
-			free(buf);
-			close(fd);
-			return NULL;
+			goto fail;
 		}
 		if (n == 0)
 			break;
@@ -1147,6 +1144,10 @@ eg_cfg_load(const char *path, struct eg_errs *errs)
 	cfg = eg_cfg_parse(buf, off, path, errs);
 	free(buf);
 	return cfg;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
 }
 
 struct eg_cfg *
@@ -1177,6 +1178,13 @@ eg_cfg_override(struct eg_cfg *cfg, const char *key, const char *value,
 	if (k == NULL)
 		return perr(&ps, "unknown key '%s'", quote(key, strlen(key),
 		    q, sizeof(q)));
+	if ((k->type == K_LISTEN || k->type == K_UNIX) &&
+	    strcmp(value, "none") == 0) {
+		/* no listener of this kind (embedders, egressd run) */
+		drop_listeners(cfg, k->type == K_LISTEN ? EG_LISTEN_TCP :
+		    EG_LISTEN_UNIX);
+		return 0;
+	}
 	if (k->type == K_LISTEN || k->type == K_UNIX) {
 		/* Validate first, so a bad value changes nothing. */
 		struct parse probe = ps;

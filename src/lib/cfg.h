@@ -23,7 +23,8 @@ struct eg_listen {
 	char			*text;	/* as written: "127.0.0.1:3128", path */
 	struct sockaddr_storage	 ss;	/* TCP: the parsed address */
 	socklen_t		 sslen;
-	int			 line;	/* 0: command line */
+	int			 line;	/* 0: command line; -1: the implicit
+					   default listener */
 };
 
 struct eg_pin {				/* one [hosts] entry */

@@ -30,6 +30,7 @@
 #define TUNBUF		16384		/* a pending buffer per direction */
 #define BUFPOOL_MAX	256
 #define LINGER_MS	2000		/* drain after a refusal */
+#define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 #define SNIBUF		EG_SNI_BUF_MAX
 
 enum eg_cstate {
@@ -1336,6 +1337,16 @@ fwd_response(struct eg_conn *c)
 	for (;;) {
 		uint8_t *p;
 
+		/* the rewritten head (or earlier body) must go out first:
+		 * u2c holds at most TUNBUF */
+		if (c->u2c.buf != NULL) {
+			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+				c->end = EG_END_CLIENT_CLOSED;
+				return IO_DONE;
+			}
+			if (c->u2c.buf != NULL)
+				break;
+		}
 		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
 		    f->resp_left == 0) {
 			f->resp_done = 1;
@@ -1690,7 +1701,13 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->h->req.port = 0;
 	c->state = EG_CS_HEAD;
 	eg_timer_arm(w->loop, &c->tmo, c->cfg->header_timeout_ms);
-	if (active > c->cfg->max_connections) {
+	/*
+	 * Each connection needs a second descriptor for its upstream (and a
+	 * pipe pair while splicing): refuse cleanly while there is room to
+	 * say so, instead of failing later with EMFILE.
+	 */
+	if (active > c->cfg->max_connections || (ex->fd_limit > 0 &&
+	    (unsigned)fd + EG_FD_RESERVE >= ex->fd_limit)) {
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
 		    "egressd: too many connections");
 		conn_step(c);

@@ -337,7 +337,7 @@ proxy_alloc(void)
 
 /* Parse the configuration source of ex (file, text or default). */
 static struct eg_cfg *
-proxy_parse(struct egress *ex, struct eg_errs *errs)
+proxy_parse(struct egress *ex, struct eg_errs *errs, int check)
 {
 	struct eg_cfg *cfg;
 	struct eg_err err;
@@ -359,11 +359,24 @@ proxy_parse(struct egress *ex, struct eg_errs *errs)
 			eg_cfg_unref(cfg);
 			return NULL;
 		}
-	if (eg_cfg_check(cfg, errs) == -1 || errs->n > 0) {
+	if ((check && eg_cfg_check(cfg, errs) == -1) || errs->n > 0) {
 		eg_cfg_unref(cfg);
 		return NULL;
 	}
 	return cfg;
+}
+
+int
+egress_check(struct egress *ex)
+{
+	struct eg_errs errs = { 0 };
+
+	if (eg_cfg_check(ex->cfg, &errs) == -1 || errs.n > 0) {
+		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_clear(&errs);
+		return -1;
+	}
+	return 0;
 }
 
 static struct egress *
@@ -381,8 +394,9 @@ proxy_new(const char *path, const char *text, char *errbuf, size_t errlen)
 		egress_free(ex);
 		return NULL;
 	}
-	/* Parse once now so errors surface at creation. */
-	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+	/* Parse once now so errors surface at creation; the whole-file
+	 * checks wait for the overrides (egress_check, egress_start). */
+	if ((cfg = proxy_parse(ex, &errs, 0)) == NULL) {
 		if (errbuf != NULL)
 			eg_errs_join(&errs, errbuf, errlen);
 		eg_errs_clear(&errs);
@@ -424,8 +438,8 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 		snprintf(ex->unix_client, sizeof(ex->unix_client), "%s", value);
 		return 0;
 	}
-	/* apply to a check copy first so a bad value changes nothing */
-	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+	/* apply to a fresh copy first so a bad value changes nothing */
+	if ((cfg = proxy_parse(ex, &errs, 0)) == NULL) {
 		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
 		eg_errs_clear(&errs);
 		return -1;
@@ -715,12 +729,18 @@ raise_nofile(struct egress *ex)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
 			eg_log(ex, EGRESS_LOG_WARN, "setrlimit: %s",
 			    strerror(errno));
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
+	ex->fd_limit = rl.rlim_cur > 1u << 30 ? 1u << 30 :
+	    (unsigned)rl.rlim_cur;
 }
 
 int
@@ -730,6 +750,8 @@ egress_start(struct egress *ex)
 
 	if (ex->started)
 		return set_err(ex, "already started");
+	if (egress_check(ex) == -1)
+		return -1;
 	raise_nofile(ex);
 	ex->audit = eg_audit_open(ex->cfg->audit_log, ex->cfg->audit_json,
 	    ex->cfg->audit_ring, &err);
@@ -1030,7 +1052,7 @@ egress_reload(struct egress *ex, const char *by)
 	if (!ex->started)
 		return set_err(ex, "egress_start() first");
 	pthread_mutex_lock(&ex->ctl);
-	if ((cfg = proxy_parse(ex, &errs)) == NULL) {
+	if ((cfg = proxy_parse(ex, &errs, 1)) == NULL) {
 		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
 		eg_errs_clear(&errs);
 		eg_metrics_reload(ex->metrics, 0);
@@ -1041,11 +1063,13 @@ egress_reload(struct egress *ex, const char *by)
 	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
 	pthread_rwlock_unlock(&ex->lock);
 	if ((p = eg_cfg_phase(cfg, from)) == NULL) {
-		eg_cfg_unref(cfg);
-		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, "%s: the current phase '%s' is not in the "
+		set_err(ex, "%s: the current phase '%s' is not in the "
 		    "new configuration; reload refused", cfg->file ?
 		    cfg->file : "(config)", from);
+		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
+		pthread_mutex_unlock(&ex->ctl);
+		return -1;
 	}
 	/* listeners: keep the ones still configured, bind the new ones */
 	if ((nls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
@@ -1078,6 +1102,7 @@ egress_reload(struct egress *ex, const char *by)
 					lsock_clear(&nls[i]);
 			free(nls);
 			eg_cfg_unref(cfg);
+			eg_metrics_reload(ex->metrics, 0);
 			pthread_mutex_unlock(&ex->ctl);
 			return -1;
 		}
@@ -1090,6 +1115,7 @@ egress_reload(struct egress *ex, const char *by)
 				lsock_clear(&nls[i]);
 		free(nls);
 		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
 		return set_err(ex, "%s", err.msg);
 	}

@@ -138,6 +138,7 @@ struct egress {
 	volatile int		 stopping;
 	int64_t			 started_ms;
 
+	unsigned		 fd_limit;	/* RLIMIT_NOFILE soft limit */
 	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
 	size_t			 nifaddrs;
 };

@@ -11,6 +11,8 @@
 
 #include "host.h"
 
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
 static void
 check_host(const struct eg_host *h)
 {

@@ -10,6 +10,8 @@
 
 #include "reqparse.h"
 
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
 static void
 check_req(const uint8_t *data, size_t len, const struct eg_req *req)
 {

@@ -10,6 +10,8 @@
 
 #include "reqparse.h"
 
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
 /* Feed p in pieces of step bytes; return the body length or -1. */
 static ssize_t
 feed_steps(const uint8_t *p, size_t n, size_t step, int *done)

@@ -45,6 +45,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (eg_sni_parse(data, size, NULL, 0, NULL) != r)
 		abort();
+	/* A name that does not fit the caller's buffer is BAD, never cut. */
+	if (r == EG_SNI_FOUND && nl > 0 &&
+	    eg_sni_parse(data, size, pname, nl, &pnl) != EG_SNI_BAD)
+		abort();
 
 	if (size > PREFIX_MAX)
 		return 0;

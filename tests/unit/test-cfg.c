@@ -347,6 +347,12 @@ test_bad_files(void)
 	    "directory", path_of("tests/data/cfg/does-not-exist.ini"));
 	is_str(errs.n ? errs.msg[0] : NULL, want, "cannot open message");
 	eg_errs_clear(&errs);
+	ok(eg_cfg_load(path_of("tests/data/cfg"), &errs) == NULL,
+	    "a directory is refused");
+	snprintf(want, sizeof(want), "%s: cannot read: Is a directory",
+	    path_of("tests/data/cfg"));
+	is_str(errs.n ? errs.msg[0] : NULL, want, "cannot read message");
+	eg_errs_clear(&errs);
 }
 
 static void

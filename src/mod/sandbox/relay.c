@@ -33,9 +33,9 @@
  * written to the other. */
 struct rl_pipe {
 	char	 buf[SB_RELAY_BUFSZ];
-	size_t	 off, len;	/* pending bytes are buf[off .. off+len) */
+	size_t	 off, len;	/* pending: buf[off .. off+len) */
 	int	 eof;		/* the reading side sent FIN */
-	int	 shut;		/* FIN passed on (shutdown(SHUT_WR) done) */
+	int	 shut;		/* FIN passed on (SHUT_WR done) */
 };
 
 struct rl_conn;
@@ -44,7 +44,7 @@ struct rl_conn;
 struct rl_side {
 	struct rl_conn	*c;
 	int		 fd;
-	int		 idx;		/* 0: TCP client, 1: Unix socket */
+	int		 idx;		/* 0: TCP client, 1: Unix */
 	uint32_t	 events;	/* current interest */
 };
 

@@ -695,7 +695,7 @@ struct run_state {
 	char			 sock[PATH_MAX + 24];
 	char			 auditpath[PATH_MAX + 16];
 	int			 audit_tmp;
-	char			 proxyrp[PATH_MAX];	/* --proxy, resolved */
+	char			 proxyrp[PATH_MAX];	/* --proxy */
 };
 
 /*
@@ -849,7 +849,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
     struct sb_strv *argv)
 {
 	struct sb_bwrap_spec spec;
-	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 }, keep = { 0 };
+	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 };
+	struct sb_strv keep = { 0 };
 	char bw[PATH_MAX], exe[PATH_MAX];
 	ssize_t n;
 	size_t i, j;

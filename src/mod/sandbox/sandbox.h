@@ -14,9 +14,9 @@
 #endif
 
 /* Fixed paths inside the bubblewrap sandbox. */
-#define SB_IN_SOCKDIR	"/run/egressd"			/* read-only */
+#define SB_IN_SOCKDIR	"/run/egressd"		/* read-only */
 #define SB_IN_SOCK	"/run/egressd/proxy.sock"
-#define SB_IN_EXE	"/run/egressd-bin/egressd"	/* read-only */
+#define SB_IN_EXE	"/run/egressd-bin/egressd" /* read-only */
 #define SB_IN_PORT	3128		/* the relay's port inside */
 
 /* Relay limits: memory is bounded by MAXCONN * 2 * BUFSZ. */
@@ -79,17 +79,17 @@ int	sb_relay_main(int argc, char *argv[]);
  * bwrap.c: the bubblewrap command line.
  */
 struct sb_bwrap_spec {
-	const char		*bwrap;		/* launcher, absolute */
-	const char		*exe;		/* egressd binary, resolved */
-	const char		*cwd;		/* bound writable, chdir'd to */
-	const struct sb_strv	*rw;		/* bound writable */
-	const struct sb_strv	*ro;		/* bound read-only */
-	const struct sb_strv	*homes;		/* hidden under tmpfs */
-	const struct sb_strv	*libs;		/* bound read-only, same path */
-	const char		*sockdir;	/* in-process proxy's dir, or */
-	const char		*sockfile;	/* --proxy: the socket itself */
-	int			 ready_fd;	/* relay reports readiness */
-	char *const		*cmd;		/* NULL-terminated */
+	const char	*bwrap;		/* launcher, absolute */
+	const char	*exe;		/* egressd binary, resolved */
+	const char	*cwd;		/* bound writable, chdir'd to */
+	const struct sb_strv *rw;	/* bound writable */
+	const struct sb_strv *ro;	/* bound read-only */
+	const struct sb_strv *homes;	/* hidden under tmpfs */
+	const struct sb_strv *libs;	/* bound read-only, same path */
+	const char	*sockdir;	/* in-process proxy's dir, or */
+	const char	*sockfile;	/* --proxy: the socket itself */
+	int		 ready_fd;	/* relay reports readiness */
+	char *const	*cmd;		/* NULL-terminated */
 };
 
 /*
@@ -111,7 +111,8 @@ void		 sb_homes(struct sb_strv *out, const char *home);
  * egressd) that lie under one of the hidden directories, so the relay
  * can still be loaded inside.
  */
-void		 sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden);
+void		 sb_maplibs(struct sb_strv *out,
+		    const struct sb_strv *hidden);
 /*
  * Explain on stderr why bubblewrap could not create a sandbox and how
  * to fix it, from the kernel settings of this machine.
@@ -123,10 +124,10 @@ void		 sb_bwrap_explain(const char *bwrap);
  * absolute and already resolved (/private/tmp, not /tmp).
  */
 struct sb_seatbelt {
-	const char		*home;		/* reads denied below; NULL */
-	const struct sb_strv	*rw;		/* the working directories */
-	const struct sb_strv	*ro;		/* readable even under home */
-	uint16_t		 port;		/* the proxy's localhost port */
+	const char	*home;		/* reads denied below; NULL */
+	const struct sb_strv *rw;	/* the working directories */
+	const struct sb_strv *ro;	/* readable even under home */
+	uint16_t	 port;		/* the proxy's localhost port */
 };
 
 /*

@@ -1,0 +1,1242 @@
+/*
+ * egressctl.c: the control CLI for egressd's admin API.  It speaks just
+ * enough HTTP/1.1 over a Unix socket or loopback TCP to call one route,
+ * parses the JSON answer with a small bounded reader, and prints it as
+ * aligned text (or passes the JSON through with --json).  Exit status:
+ * 0 ok, 1 the server refused, 2 usage, 3 cannot reach the server.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "dev"
+#endif
+
+#define EX_OK		0
+#define EX_REFUSED	1
+#define EX_USAGE	2
+#define EX_UNREACH	3
+
+#define RESP_MAX	(64u << 20)	/* largest answer we read */
+#define JSON_DEPTH	32
+#define IO_TIMEOUT_S	120		/* a phase switch may close many */
+
+static const char usage_text[] =
+"usage: egressctl [-s ADMIN] [--json] [--token-file FILE] COMMAND\n"
+"\n"
+"Talk to a running egressd through its admin API.\n"
+"\n"
+"Commands:\n"
+"  status               version, current phase, uptime, connections\n"
+"  phase                the current phase and its allowlist\n"
+"  phase NAME           switch to phase NAME; with on_phase_change = close,\n"
+"                       tunnels NAME does not allow are closed first\n"
+"  phases               every phase and its allowlist (* marks the current)\n"
+"  audit [--since SEQ] [--limit N] [-f]\n"
+"                       recent audit events from the in-memory ring; -f\n"
+"                       keeps following new ones (Ctrl-C to stop)\n"
+"  reload               re-read egressd's configuration file (like SIGHUP);\n"
+"                       on errors the old configuration stays\n"
+"\n"
+"Options:\n"
+"  -s, --socket ADMIN   where the admin API listens: a Unix socket path, or\n"
+"                       ADDR:PORT for TCP (default: $EGRESSD_ADMIN, else\n"
+"                       $XDG_RUNTIME_DIR/egressd/admin.sock, else\n"
+"                       /tmp/egressd-UID/admin.sock, as egressd does)\n"
+"  -j, --json           print the server's JSON instead of text\n"
+"  -t, --token-file FILE  bearer token for a TCP admin (default: the\n"
+"                       EGRESSD_TOKEN environment variable)\n"
+"  -h, --help           this text;  -V, --version  egressctl's version\n"
+"\n"
+"Exit status: 0 ok, 1 the server refused (unknown phase, bad reload...),\n"
+"2 usage error, 3 cannot reach the server.\n"
+"\n"
+"Examples:\n"
+"  egressctl phase agent          # setup is over: only the model API now\n"
+"  egressctl -s 127.0.0.1:9090 --token-file /etc/egressd/admin.token status\n"
+"  egressctl audit -f             # watch decisions as they happen\n";
+
+static const char *admin;	/* -s */
+static int json_out;		/* --json */
+static char *token;		/* TCP bearer token */
+static int tty_bold;		/* stdout is a terminal */
+
+/* --- errors -------------------------------------------------------------- */
+
+static void
+warnx_(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void
+warnx_(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("egressctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int
+usage_err(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("egressctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n(see egressctl --help)\n", stderr);
+	return EX_USAGE;
+}
+
+static int
+unreachable(const char *why)
+{
+	warnx_("cannot reach %s: %s (is egressd running with admin = %s?)",
+	    admin, why, admin);
+	return EX_UNREACH;
+}
+
+/* --- a tiny HTTP/1.1 client ------------------------------------------------ */
+
+struct resp {
+	int	 status;
+	char	*raw;		/* the whole answer */
+	size_t	 rawlen;
+	char	*body;		/* NUL-terminated */
+	size_t	 len;
+};
+
+static int
+is_unix(const char *a)
+{
+	return strchr(a, '/') != NULL;
+}
+
+/* Connect to admin; -1 with errno set. */
+static int
+dial(void)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_un *sun = (struct sockaddr_un *)(void *)&ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)(void *)&ss;
+	struct timeval tv = { IO_TIMEOUT_S, 0 };
+	char host[64];
+	const char *colon, *h;
+	socklen_t sl;
+	size_t hlen;
+	long port;
+	char *end;
+	int fd, e;
+
+	memset(&ss, 0, sizeof(ss));
+	if (is_unix(admin)) {
+		if (strlen(admin) >= sizeof(sun->sun_path)) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		sun->sun_family = AF_UNIX;
+		memcpy(sun->sun_path, admin, strlen(admin));
+		sl = sizeof(*sun);
+	} else {
+		if ((colon = strrchr(admin, ':')) == NULL)
+			goto bad;
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno || *end != '\0' || end == colon + 1 || port < 1 ||
+		    port > 65535)
+			goto bad;
+		h = admin;
+		hlen = (size_t)(colon - admin);
+		if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+			h++;
+			hlen -= 2;
+		}
+		if (hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, h, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons((uint16_t)port);
+			sl = sizeof(*sin);
+		} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons((uint16_t)port);
+			sl = sizeof(*sin6);
+		} else
+			goto bad;
+	}
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&ss, sl) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Case-insensitive header lookup in the head [h, end); value, length. */
+static const char *
+header(const char *h, const char *end, const char *name, size_t *vlen)
+{
+	size_t nl = strlen(name);
+	const char *line, *eol, *v;
+
+	for (line = h; line < end; line = eol + 1) {
+		if ((eol = memchr(line, '\n', (size_t)(end - line))) == NULL)
+			eol = end;
+		if ((size_t)(eol - line) > nl && line[nl] == ':' &&
+		    strncasecmp(line, name, nl) == 0) {
+			v = line + nl + 1;
+			while (v < eol && (*v == ' ' || *v == '\t'))
+				v++;
+			*vlen = (size_t)(eol - v);
+			while (*vlen > 0 && (v[*vlen - 1] == '\r' ||
+			    v[*vlen - 1] == ' '))
+				(*vlen)--;
+			return v;
+		}
+		if (eol == end)
+			break;
+	}
+	return NULL;
+}
+
+/* Decode a chunked body in place; -1 if malformed. */
+static int
+dechunk(char *b, size_t len, size_t *out)
+{
+	size_t i = 0, o = 0, n;
+	int d;
+
+	for (;;) {
+		n = 0;
+		d = 0;
+		while (i < len && ((b[i] >= '0' && b[i] <= '9') ||
+		    (b[i] >= 'a' && b[i] <= 'f') ||
+		    (b[i] >= 'A' && b[i] <= 'F'))) {
+			if (n > RESP_MAX)
+				return -1;
+			n = n * 16 + (size_t)(b[i] <= '9' ? b[i] - '0' :
+			    (b[i] | 0x20) - 'a' + 10);
+			i++;
+			d++;
+		}
+		if (d == 0)
+			return -1;
+		while (i < len && b[i] != '\n')
+			i++;
+		if (i++ >= len)
+			return -1;
+		if (n == 0)
+			break;
+		if (n > len - i)
+			return -1;
+		memmove(b + o, b + i, n);
+		o += n;
+		i += n;
+		if (i < len && b[i] == '\r')
+			i++;
+		if (i < len && b[i] == '\n')
+			i++;
+	}
+	*out = o;
+	return 0;
+}
+
+/*
+ * One request; the answer in *r.  Returns 0, or EX_UNREACH after saying
+ * why on standard error.
+ */
+static int
+http(const char *method, const char *path, const char *body, struct resp *r)
+{
+	char head[1024], *buf = NULL, *nb, *hend;
+	const char *v;
+	size_t cap = 0, len = 0, vlen, blen = body ? strlen(body) : 0, cl;
+	ssize_t n;
+	int fd, hn;
+
+	memset(r, 0, sizeof(*r));
+	if ((fd = dial()) == -1)
+		return unreachable(strerror(errno));
+	hn = snprintf(head, sizeof(head),
+	    "%s %s HTTP/1.1\r\nHost: egressd\r\nUser-Agent: egressctl/%s\r\n"
+	    "Connection: close\r\nAccept: application/json\r\n%s%s%s"
+	    "%s", method, path, PACKAGE_VERSION,
+	    token && !is_unix(admin) ? "Authorization: Bearer " : "",
+	    token && !is_unix(admin) ? token : "",
+	    token && !is_unix(admin) ? "\r\n" : "",
+	    body ? "Content-Type: application/json\r\n" : "");
+	if (hn < 0 || (size_t)hn >= sizeof(head) - 40) {
+		close(fd);
+		warnx_("request too long");
+		return EX_USAGE;
+	}
+	hn += snprintf(head + hn, sizeof(head) - (size_t)hn,
+	    "Content-Length: %zu\r\n\r\n", blen);
+	if (write_all(fd, head, (size_t)hn) == -1 ||
+	    (blen && write_all(fd, body, blen) == -1)) {
+		close(fd);
+		return unreachable(strerror(errno));
+	}
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 16384;
+			if (cap > RESP_MAX || (nb = realloc(buf, cap)) == NULL) {
+				free(buf);
+				close(fd);
+				warnx_("answer too large");
+				return EX_UNREACH;
+			}
+			buf = nb;
+		}
+		n = recv(fd, buf + len, cap - len - 1, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			free(buf);
+			close(fd);
+			return unreachable(strerror(errno));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (len < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
+	    (hend = strstr(buf, "\r\n\r\n")) == NULL) {
+		free(buf);
+		return unreachable("not an HTTP answer (is that egressd's "
+		    "admin socket?)");
+	}
+	r->status = atoi(buf + 9);
+	r->raw = buf;
+	r->rawlen = len;
+	r->body = hend + 4;
+	r->len = len - (size_t)(r->body - buf);
+	v = header(buf, hend, "Transfer-Encoding", &vlen);
+	if (v != NULL && vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
+		if (dechunk(r->body, r->len, &r->len) == -1) {
+			free(buf);
+			return unreachable("malformed chunked answer");
+		}
+	} else if ((v = header(buf, hend, "Content-Length", &vlen)) != NULL) {
+		cl = strtoul(v, NULL, 10);
+		if (cl < r->len)
+			r->len = cl;
+	}
+	r->body[r->len] = '\0';
+	return 0;
+}
+
+/* --- a small JSON reader ------------------------------------------------- */
+
+enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+	enum jt		 t;
+	const char	*raw;		/* the value's text in the source */
+	size_t		 rawlen;
+	char		*s;		/* J_STR decoded, J_NUM text */
+	int		 b;
+	size_t		 n;		/* J_ARR / J_OBJ members */
+	struct jv	*kids;
+	char		**keys;		/* J_OBJ */
+};
+
+struct jp {
+	const char	*p, *end;
+	int		 depth;
+};
+
+static void
+jv_free(struct jv *v)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < v->n; i++) {
+		jv_free(&v->kids[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->kids);
+	free(v->keys);
+	free(v->s);
+	memset(v, 0, sizeof(*v));
+}
+
+static void
+jp_ws(struct jp *jp)
+{
+	while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' ||
+	    *jp->p == '\n' || *jp->p == '\r'))
+		jp->p++;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A string at jp->p (the opening quote); decoded, malloc'd. */
+static char *
+jp_str(struct jp *jp)
+{
+	const char *p = jp->p + 1;
+	char *out, *o;
+	unsigned u;
+	int i, h;
+
+	if ((out = malloc((size_t)(jp->end - jp->p) + 1)) == NULL)
+		return NULL;
+	o = out;
+	while (p < jp->end && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			goto bad;
+		if (*p != '\\') {
+			*o++ = *p++;
+			continue;
+		}
+		if (++p >= jp->end)
+			goto bad;
+		switch (*p) {
+		case '"': case '\\': case '/': *o++ = *p; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u':
+			if (jp->end - p < 5)
+				goto bad;
+			for (u = 0, i = 1; i <= 4; i++) {
+				if ((h = hexval(p[i])) < 0)
+					goto bad;
+				u = u * 16 + (unsigned)h;
+			}
+			p += 4;
+			if (u < 0x80)
+				*o++ = (char)u;
+			else if (u < 0x800) {
+				*o++ = (char)(0xc0 | (u >> 6));
+				*o++ = (char)(0x80 | (u & 0x3f));
+			} else if (u >= 0xd800 && u < 0xe000)
+				*o++ = '?';	/* lone surrogate half */
+			else {
+				*o++ = (char)(0xe0 | (u >> 12));
+				*o++ = (char)(0x80 | ((u >> 6) & 0x3f));
+				*o++ = (char)(0x80 | (u & 0x3f));
+			}
+			break;
+		default:
+			goto bad;
+		}
+		p++;
+	}
+	if (p >= jp->end)
+		goto bad;
+	*o = '\0';
+	jp->p = p + 1;
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+static int jp_value(struct jp *, struct jv *);
+
+static int
+jp_push(struct jv *v, int obj)
+{
+	struct jv *k;
+	char **kk;
+
+	if ((k = realloc(v->kids, (v->n + 1) * sizeof(*k))) == NULL)
+		return -1;
+	v->kids = k;
+	memset(&k[v->n], 0, sizeof(*k));
+	if (obj) {
+		if ((kk = realloc(v->keys, (v->n + 1) * sizeof(*kk))) == NULL)
+			return -1;
+		v->keys = kk;
+		kk[v->n] = NULL;
+	}
+	v->n++;
+	return 0;
+}
+
+static int
+jp_value(struct jp *jp, struct jv *v)
+{
+	const char *start;
+	int obj;
+
+	jp_ws(jp);
+	if (jp->p >= jp->end || ++jp->depth > JSON_DEPTH)
+		return -1;
+	start = jp->p;
+	v->raw = start;
+	if (*jp->p == '{' || *jp->p == '[') {
+		obj = *jp->p == '{';
+		v->t = obj ? J_OBJ : J_ARR;
+		jp->p++;
+		jp_ws(jp);
+		if (jp->p < jp->end && *jp->p == (obj ? '}' : ']')) {
+			jp->p++;
+			goto done;
+		}
+		for (;;) {
+			if (jp_push(v, obj) == -1)
+				return -1;
+			if (obj) {
+				jp_ws(jp);
+				if (jp->p >= jp->end || *jp->p != '"' ||
+				    (v->keys[v->n - 1] = jp_str(jp)) == NULL)
+					return -1;
+				jp_ws(jp);
+				if (jp->p >= jp->end || *jp->p++ != ':')
+					return -1;
+			}
+			if (jp_value(jp, &v->kids[v->n - 1]) == -1)
+				return -1;
+			jp_ws(jp);
+			if (jp->p >= jp->end)
+				return -1;
+			if (*jp->p == ',') {
+				jp->p++;
+				continue;
+			}
+			if (*jp->p++ != (obj ? '}' : ']'))
+				return -1;
+			break;
+		}
+	} else if (*jp->p == '"') {
+		v->t = J_STR;
+		if ((v->s = jp_str(jp)) == NULL)
+			return -1;
+	} else if (jp->end - jp->p >= 4 && memcmp(jp->p, "true", 4) == 0) {
+		v->t = J_BOOL;
+		v->b = 1;
+		jp->p += 4;
+	} else if (jp->end - jp->p >= 5 && memcmp(jp->p, "false", 5) == 0) {
+		v->t = J_BOOL;
+		jp->p += 5;
+	} else if (jp->end - jp->p >= 4 && memcmp(jp->p, "null", 4) == 0) {
+		v->t = J_NULL;
+		jp->p += 4;
+	} else {
+		while (jp->p < jp->end && strchr("0123456789+-.eE",
+		    *jp->p) != NULL && *jp->p != '\0')
+			jp->p++;
+		if (jp->p == start)
+			return -1;
+		v->t = J_NUM;
+		if ((v->s = strndup(start, (size_t)(jp->p - start))) == NULL)
+			return -1;
+	}
+done:
+	v->rawlen = (size_t)(jp->p - start);
+	jp->depth--;
+	return 0;
+}
+
+static int
+json_parse(const char *s, size_t len, struct jv *v)
+{
+	struct jp jp = { s, s + len, 0 };
+
+	memset(v, 0, sizeof(*v));
+	if (jp_value(&jp, v) == -1) {
+		jv_free(v);
+		return -1;
+	}
+	jp_ws(&jp);
+	if (jp.p != jp.end) {
+		jv_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct jv *
+jget(const struct jv *o, const char *key)
+{
+	size_t i;
+
+	if (o == NULL || o->t != J_OBJ)
+		return NULL;
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->keys[i], key) == 0)
+			return &o->kids[i];
+	return NULL;
+}
+
+/* A scalar as text ("" if absent); numbers and strings. */
+static const char *
+jstr(const struct jv *o, const char *key)
+{
+	const struct jv *v = jget(o, key);
+
+	if (v == NULL)
+		return "";
+	if (v->t == J_STR || v->t == J_NUM)
+		return v->s;
+	if (v->t == J_BOOL)
+		return v->b ? "true" : "false";
+	return "";
+}
+
+static uint64_t
+jnum(const struct jv *o, const char *key)
+{
+	const struct jv *v = jget(o, key);
+
+	if (v == NULL || v->t != J_NUM)
+		return 0;
+	return strtoull(v->s, NULL, 10);
+}
+
+/* --- output -------------------------------------------------------------- */
+
+/* Print s with control characters replaced, so answers cannot drive
+ * the terminal. */
+static void
+put_safe(const char *s)
+{
+	for (; *s != '\0'; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+static void
+put_bold(const char *s)
+{
+	if (tty_bold)
+		fputs("\033[1m", stdout);
+	put_safe(s);
+	if (tty_bold)
+		fputs("\033[0m", stdout);
+}
+
+static void
+put_pad(const char *s, size_t w)
+{
+	size_t n = strlen(s);
+
+	put_safe(s);
+	while (n++ < w)
+		putchar(' ');
+}
+
+static void
+row(const char *k, const char *v)
+{
+	printf("%-12s ", k);
+	put_safe(v);
+	putchar('\n');
+}
+
+/* Exit status for a non-2xx answer, after telling the user why. */
+static int
+refused(const char *what, const struct resp *r)
+{
+	struct jv v;
+	const struct jv *e;
+	size_t i;
+
+	if (json_out)
+		fwrite(r->body, 1, r->len, stdout);
+	if (json_parse(r->body, r->len, &v) == 0) {
+		if ((e = jget(&v, "errors")) != NULL && e->t == J_ARR) {
+			warnx_("%s refused (%d); the old configuration stays:",
+			    what, r->status);
+			for (i = 0; i < e->n; i++)
+				if (e->kids[i].t == J_STR)
+					fprintf(stderr, "  %s\n", e->kids[i].s);
+		} else
+			warnx_("%s: %s (HTTP %d)", what, jstr(&v, "error"),
+			    r->status);
+		jv_free(&v);
+	} else
+		warnx_("%s: HTTP %d", what, r->status);
+	if (r->status == 401)
+		fprintf(stderr, "egressctl: a TCP admin API needs its token: "
+		    "set EGRESSD_TOKEN or pass --token-file FILE\n");
+	return EX_REFUSED;
+}
+
+/* Call a route; on 2xx parse the answer into *v (unless --json printed
+ * it).  Returns EX_OK with *done set when nothing is left to print. */
+static int
+call(const char *what, const char *method, const char *path,
+    const char *body, struct jv *v, int *done)
+{
+	struct resp r;
+	int rc;
+
+	*done = 0;
+	if ((rc = http(method, path, body, &r)) != 0)
+		return rc;
+	if (r.status < 200 || r.status > 299) {
+		rc = refused(what, &r);
+		free(r.raw);
+		return rc;
+	}
+	if (json_out) {
+		fwrite(r.body, 1, r.len, stdout);
+		if (r.len == 0 || r.body[r.len - 1] != '\n')
+			putchar('\n');
+		free(r.raw);
+		*done = 1;
+		return EX_OK;
+	}
+	if (json_parse(r.body, r.len, v) == -1) {
+		free(r.raw);
+		warnx_("%s: the server's answer is not valid JSON", what);
+		return EX_UNREACH;
+	}
+	free(r.raw);
+	return EX_OK;
+}
+
+static void
+put_uptime(uint64_t s)
+{
+	char b[64];
+
+	if (s >= 86400)
+		snprintf(b, sizeof(b), "%llud%02lluh%02llum",
+		    (unsigned long long)(s / 86400),
+		    (unsigned long long)(s / 3600 % 24),
+		    (unsigned long long)(s / 60 % 60));
+	else if (s >= 3600)
+		snprintf(b, sizeof(b), "%lluh%02llum%02llus",
+		    (unsigned long long)(s / 3600),
+		    (unsigned long long)(s / 60 % 60),
+		    (unsigned long long)(s % 60));
+	else
+		snprintf(b, sizeof(b), "%llum%02llus",
+		    (unsigned long long)(s / 60),
+		    (unsigned long long)(s % 60));
+	row("uptime", b);
+}
+
+static int
+cmd_status(void)
+{
+	struct jv v;
+	const struct jv *c, *m;
+	char b[128];
+	size_t i;
+	int rc, done;
+
+	if ((rc = call("status", "GET", "/v1/status", NULL, &v, &done)) ||
+	    done)
+		return rc;
+	printf("%-12s ", "phase");
+	put_bold(jstr(&v, "phase"));
+	putchar('\n');
+	row("version", jstr(&v, "version"));
+	put_uptime(jnum(&v, "uptime_s"));
+	c = jget(&v, "connections");
+	snprintf(b, sizeof(b), "%llu active, %llu total",
+	    (unsigned long long)jnum(c, "active"),
+	    (unsigned long long)jnum(c, "total"));
+	row("connections", b);
+	printf("%-12s ", "modules");
+	m = jget(&v, "modules");
+	if (m == NULL || m->t != J_ARR || m->n == 0)
+		fputs("none", stdout);
+	for (i = 0; m != NULL && m->t == J_ARR && i < m->n; i++) {
+		if (i)
+			putchar(' ');
+		if (m->kids[i].t == J_STR)
+			put_safe(m->kids[i].s);
+	}
+	putchar('\n');
+	row("admin", admin);
+	jv_free(&v);
+	return EX_OK;
+}
+
+/* The allowlist of a phase object, space-separated; "(nothing)" if none. */
+static void
+put_allow(const struct jv *p, const char *indent)
+{
+	const struct jv *a = jget(p, "allow");
+	size_t i;
+
+	if (a == NULL || a->t != J_ARR || a->n == 0) {
+		fputs("(nothing)\n", stdout);
+		return;
+	}
+	for (i = 0; i < a->n; i++) {
+		if (i)
+			fputs(indent, stdout);
+		if (a->kids[i].t == J_STR)
+			put_safe(a->kids[i].s);
+		putchar('\n');
+	}
+}
+
+static int
+cmd_phase_show(void)
+{
+	struct jv v;
+	int rc, done;
+
+	if ((rc = call("phase", "GET", "/v1/phase", NULL, &v, &done)) ||
+	    done)
+		return rc;
+	printf("%-12s ", "phase");
+	put_bold(jstr(&v, "phase"));
+	putchar('\n');
+	row("mode", jstr(&v, "mode"));
+	printf("%-12s ", "allow");
+	put_allow(&v, "             ");
+	jv_free(&v);
+	return EX_OK;
+}
+
+static int
+valid_name(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 63)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static int
+cmd_phase_set(const char *name)
+{
+	char body[128], what[96];
+	struct jv v;
+	uint64_t n;
+	int rc, done;
+
+	if (!valid_name(name))
+		return usage_err("'%s' is not a phase name (1 to 63 of "
+		    "A-Z a-z 0-9 _ . -)", name);
+	snprintf(body, sizeof(body), "{\"phase\":\"%s\"}", name);
+	snprintf(what, sizeof(what), "phase %s", name);
+	if ((rc = call(what, "PUT", "/v1/phase", body, &v, &done)) || done)
+		return rc;
+	n = jnum(&v, "closed");
+	put_safe(jstr(&v, "previous"));
+	fputs(" -> ", stdout);
+	put_bold(jstr(&v, "phase"));
+	printf("  (%llu connection%s closed)\n", (unsigned long long)n,
+	    n == 1 ? "" : "s");
+	jv_free(&v);
+	return EX_OK;
+}
+
+static int
+cmd_phases(void)
+{
+	struct jv v;
+	const struct jv *ps, *p;
+	const char *cur;
+	size_t i, w = 5;
+	int rc, done;
+
+	if ((rc = call("phases", "GET", "/v1/phases", NULL, &v, &done)) ||
+	    done)
+		return rc;
+	cur = jstr(&v, "phase");
+	ps = jget(&v, "phases");
+	for (i = 0; ps != NULL && ps->t == J_ARR && i < ps->n; i++)
+		if (strlen(jstr(&ps->kids[i], "name")) > w)
+			w = strlen(jstr(&ps->kids[i], "name"));
+	printf("  %-*s  %-7s  %s\n", (int)w, "PHASE", "MODE", "ALLOW");
+	for (i = 0; ps != NULL && ps->t == J_ARR && i < ps->n; i++) {
+		p = &ps->kids[i];
+		if (strcmp(jstr(p, "name"), cur) == 0) {
+			fputs("* ", stdout);
+			if (tty_bold)
+				fputs("\033[1m", stdout);
+			put_pad(jstr(p, "name"), w);
+			if (tty_bold)
+				fputs("\033[0m", stdout);
+		} else {
+			fputs("  ", stdout);
+			put_pad(jstr(p, "name"), w);
+		}
+		printf("  %-7s  ", jstr(p, "mode"));
+		{
+			char ind[128];
+
+			snprintf(ind, sizeof(ind), "%*s", (int)(w + 13), "");
+			put_allow(p, ind);
+		}
+	}
+	jv_free(&v);
+	return EX_OK;
+}
+
+/* One audit event as an aligned text line. */
+static void
+put_event(const struct jv *e)
+{
+	static const char *const keys[] = {
+		"id", "phase", "session", "client", "method", "addr", "rule",
+		"reason", "report", "up", "down", "ms", "end", "sni", "from",
+		"by", "closed", NULL
+	};
+	const char *ev = jstr(e, "event"), *v;
+	char target[300];
+	size_t i;
+
+	printf("%6s  %-24s  ", jstr(e, "seq"), jstr(e, "ts"));
+	put_pad(ev, 5);
+	putchar(' ');
+	if (strcmp(ev, "PHASE") == 0)
+		snprintf(target, sizeof(target), "%s", jstr(e, "phase"));
+	else
+		snprintf(target, sizeof(target), "%s:%s", jstr(e, "host"),
+		    jstr(e, "port"));
+	put_safe(target);
+	for (i = 0; keys[i] != NULL; i++) {
+		if (strcmp(ev, "PHASE") == 0 && strcmp(keys[i], "phase") == 0)
+			continue;
+		if (jget(e, keys[i]) == NULL || *(v = jstr(e, keys[i])) ==
+		    '\0')
+			continue;
+		printf(" %s=", keys[i]);
+		put_safe(v);
+	}
+	putchar('\n');
+}
+
+static volatile sig_atomic_t stop_follow;
+
+static void
+on_int(int sig)
+{
+	(void)sig;
+	stop_follow = 1;
+}
+
+static int
+cmd_audit(uint64_t since, unsigned limit, int follow)
+{
+	struct timespec ts = { 0, 200 * 1000000L };
+	struct resp r;
+	struct jv v;
+	const struct jv *e;
+	char path[96];
+	uint64_t seq;
+	size_t i;
+	int rc, first = 1;
+
+	if (follow) {
+		signal(SIGINT, on_int);
+		signal(SIGTERM, on_int);
+	}
+	do {
+		if (!first)
+			nanosleep(&ts, NULL);
+		if (stop_follow)
+			break;
+		if (first && since == 0)
+			snprintf(path, sizeof(path), "/v1/audit?limit=%u",
+			    limit);
+		else
+			snprintf(path, sizeof(path), "/v1/audit?since=%llu&"
+			    "limit=%u", (unsigned long long)since,
+			    first ? limit : 1000);
+		if ((rc = http("GET", path, NULL, &r)) != 0)
+			return stop_follow ? EX_OK : rc;
+		if (r.status < 200 || r.status > 299) {
+			rc = refused("audit", &r);
+			free(r.raw);
+			return rc;
+		}
+		if (json_parse(r.body, r.len, &v) == -1 || v.t != J_ARR) {
+			free(r.raw);
+			warnx_("audit: the server's answer is not a JSON "
+			    "array");
+			return EX_UNREACH;
+		}
+		if (first && !json_out && !follow && v.n == 0)
+			fprintf(stderr, "egressctl: no audit events %s\n",
+			    since ? "after that seq" : "yet");
+		for (i = 0; i < v.n; i++) {
+			e = &v.kids[i];
+			seq = jnum(e, "seq");
+			if (seq > since)
+				since = seq;
+			if (json_out) {
+				fwrite(e->raw, 1, e->rawlen, stdout);
+				putchar('\n');
+			} else
+				put_event(e);
+		}
+		fflush(stdout);
+		jv_free(&v);
+		free(r.raw);
+		first = 0;
+	} while (follow);
+	return EX_OK;
+}
+
+static int
+cmd_reload(void)
+{
+	struct jv v;
+	int rc, done;
+
+	if ((rc = call("reload", "POST", "/v1/reload", NULL, &v, &done)) ||
+	    done)
+		return rc;
+	fputs("configuration reloaded; phase ", stdout);
+	put_bold(jstr(&v, "phase"));
+	putchar('\n');
+	jv_free(&v);
+	return EX_OK;
+}
+
+/* --- main ---------------------------------------------------------------- */
+
+static char *
+read_token_file(const char *file)
+{
+	char buf[4097];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1) {
+		warnx_("--token-file %s: %s", file, strerror(errno));
+		return NULL;
+	}
+	while (len < sizeof(buf) - 1) {
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
+	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		len--;
+	buf[len] = '\0';
+	if (len == 0) {
+		warnx_("--token-file %s: empty", file);
+		return NULL;
+	}
+	return strdup(buf);
+}
+
+/* A token must not be able to inject header lines. */
+static int
+token_ok(const char *t)
+{
+	for (; *t != '\0'; t++)
+		if ((unsigned char)*t <= ' ' || *t == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int
+parse_num(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static char defpath[256];
+	const char *words[4], *tokfile = NULL, *env, *a;
+	uint64_t since = 0, limit = 100;
+	size_t nw = 0;
+	int i, follow = 0, audit_opts = 0, rc;
+
+	for (i = 1; i < argc; i++) {
+		a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(usage_text, stdout);
+			return EX_OK;
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") ==
+		    0) {
+			printf("egressctl %s\n", PACKAGE_VERSION);
+			return EX_OK;
+		} else if (strcmp(a, "-j") == 0 || strcmp(a, "--json") == 0)
+			json_out = 1;
+		else if (strcmp(a, "-f") == 0 || strcmp(a, "--follow") == 0)
+			follow = audit_opts = 1;
+		else if (strcmp(a, "-s") == 0 || strcmp(a, "--socket") == 0 ||
+		    strcmp(a, "-t") == 0 || strcmp(a, "--token-file") == 0 ||
+		    strcmp(a, "--since") == 0 || strcmp(a, "--limit") == 0) {
+			if (i + 1 >= argc)
+				return usage_err("%s needs a value", a);
+			if (a[1] == 's' || strcmp(a, "--socket") == 0)
+				admin = argv[++i];
+			else if (a[1] == 't' || strcmp(a, "--token-file") == 0)
+				tokfile = argv[++i];
+			else if (strcmp(a, "--since") == 0) {
+				audit_opts = 1;
+				if (parse_num(argv[++i], UINT64_MAX, &since))
+					return usage_err("--since: expected "
+					    "a seq number, got '%s'", argv[i]);
+			} else {
+				audit_opts = 1;
+				if (parse_num(argv[++i], 1000, &limit) ||
+				    limit == 0)
+					return usage_err("--limit: expected "
+					    "1 to 1000, got '%s'", argv[i]);
+			}
+		} else if (strcmp(a, "--") == 0) {
+			for (i++; i < argc; i++)
+				if (nw < 4)
+					words[nw++] = argv[i];
+				else
+					return usage_err("too many "
+					    "arguments");
+			break;
+		} else if (a[0] == '-' && a[1] != '\0')
+			return usage_err("unknown option '%s'", a);
+		else if (nw < 4)
+			words[nw++] = a;
+		else
+			return usage_err("too many arguments");
+	}
+	if (nw == 0)
+		return usage_err("which command? status, phase [NAME], "
+		    "phases, audit [--since SEQ] [-f], reload");
+	if (admin == NULL && (env = getenv("EGRESSD_ADMIN")) != NULL &&
+	    *env != '\0')
+		admin = env;
+	if (admin == NULL) {
+		env = getenv("XDG_RUNTIME_DIR");
+		if (env != NULL && *env != '\0')
+			snprintf(defpath, sizeof(defpath),
+			    "%s/egressd/admin.sock", env);
+		else
+			snprintf(defpath, sizeof(defpath),
+			    "/tmp/egressd-%lu/admin.sock",
+			    (unsigned long)getuid());
+		admin = defpath;
+	}
+	if (!is_unix(admin) && strrchr(admin, ':') == NULL)
+		return usage_err("-s %s: expected a socket path (with a /) or "
+		    "ADDR:PORT", admin);
+	if (tokfile != NULL) {
+		if ((token = read_token_file(tokfile)) == NULL)
+			return EX_USAGE;
+	} else if ((env = getenv("EGRESSD_TOKEN")) != NULL && *env != '\0')
+		token = strdup(env);
+	if (token != NULL && !token_ok(token)) {
+		free(token);
+		return usage_err("the token must be one word of printable "
+		    "ASCII");
+	}
+	if (audit_opts && strcmp(words[0], "audit") != 0)
+		return usage_err("--since, --limit and -f go with audit");
+	tty_bold = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+	signal(SIGPIPE, SIG_IGN);
+
+	if (strcmp(words[0], "status") == 0 && nw == 1)
+		rc = cmd_status();
+	else if (strcmp(words[0], "phase") == 0 && nw == 1)
+		rc = cmd_phase_show();
+	else if (strcmp(words[0], "phase") == 0 && nw == 2)
+		rc = cmd_phase_set(words[1]);
+	else if (strcmp(words[0], "phases") == 0 && nw == 1)
+		rc = cmd_phases();
+	else if (strcmp(words[0], "audit") == 0 && nw == 1)
+		rc = cmd_audit(since, (unsigned)limit, follow);
+	else if (strcmp(words[0], "reload") == 0 && nw == 1)
+		rc = cmd_reload();
+	else if (strcmp(words[0], "status") == 0 ||
+	    strcmp(words[0], "phases") == 0 || strcmp(words[0], "phase") == 0 ||
+	    strcmp(words[0], "audit") == 0 || strcmp(words[0], "reload") == 0)
+		rc = usage_err("%s: unexpected argument '%s'", words[0],
+		    words[nw - 1]);
+	else
+		rc = usage_err("unknown command '%s'", words[0]);
+	free(token);
+	return rc;
+}
