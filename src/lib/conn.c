@@ -966,7 +966,9 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 	while (!*src_eof && rounds++ < 4) {
 		if (limit != NULL && *limit == 0)
 			break;
-		want = sizeof(c->w->scratch);
+		/* never more than a pending buffer can hold, in case dst
+		 * takes none of it */
+		want = TUNBUF;
 		if (limit != NULL && *limit > 0 && (uint64_t)*limit < want)
 			want = (size_t)*limit;
 		n = recv(src, s, want, 0);
@@ -1353,9 +1355,13 @@ fwd_response(struct eg_conn *c)
 			break;
 		}
 		if (f->rlen > 0) {
-			p = f->rbuf;
-			n = (ssize_t)f->rlen;
-			f->rlen = 0;
+			/* body bytes that came with the head, a pending
+			 * buffer's worth at a time */
+			n = f->rlen > TUNBUF ? TUNBUF : (ssize_t)f->rlen;
+			memcpy(c->w->scratch, f->rbuf, (size_t)n);
+			memmove(f->rbuf, f->rbuf + n, f->rlen - (size_t)n);
+			f->rlen -= (size_t)n;
+			p = c->w->scratch;
 		} else {
 			n = recv(c->uio.fd, c->w->scratch, TUNBUF, 0);
 			if (n == -1 && errno == EINTR)

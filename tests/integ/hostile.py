@@ -22,8 +22,8 @@ Clients (all print results on standard output):
   hold --proxy A:P --n N [--src ADDR] [--text T] [--secs S]: open N
       connections (bound to --src), send T on each, print "OPEN n" and
       the status line counts ("STATUS code count"), keep them S seconds.
-  hello --proxy A:P --target H:P --file F [--chunk N] [--delay S]
-      [--records N]: CONNECT, then send the ClientHello from F in pieces
+  hello --proxy A:P --target H:P --file F|oversize [--chunk N] [--delay S]
+      [--records N] [--early]: CONNECT, then send the ClientHello from F in pieces
       of N bytes with TCP_NODELAY (or re-framed into N TLS records); print
       "CONNECT status", then "EOF n" (peer closed after n bytes back) or
       "OPEN n" (still open after 1.5 s).
@@ -390,7 +390,7 @@ def read_status(s, timeout):
     got = b""
     s.settimeout(timeout)
     try:
-        while b"\r\n" not in got:
+        while b"\r\n\r\n" not in got:
             d = s.recv(4096)
             if not d:
                 break
@@ -465,14 +465,44 @@ def records(hello, n):
 
 def hello_main(a):
     s = connect(a.proxy)
-    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" %
-              (a.target.encode(), a.target.encode()))
+    head = b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+        a.target.encode(), a.target.encode())
+    if a.early:
+        # the hello right behind the CONNECT head, in the same segment
+        with open(a.file, "rb") as f:
+            s.sendall(head + f.read())
+        code, got = read_status(s, 5)
+        print("CONNECT %s" % code, flush=True)
+        n = len(got.partition(b"\r\n\r\n")[2])
+        s.settimeout(1.5)
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    print("EOF %d" % n)
+                    return
+                n += len(d)
+        except socket.timeout:
+            print("OPEN %d" % n)
+        except OSError:
+            print("EOF %d" % n)
+        return
+    s.sendall(head)
     code, _ = read_status(s, 5)
     print("CONNECT %s" % code, flush=True)
     if code != "200":
         return
-    with open(a.file, "rb") as f:
-        data = f.read()
+    if a.file == "oversize":
+        # a ClientHello claiming 30000 bytes, in full-size records
+        body = b"\x01" + (30000).to_bytes(3, "big") + b"\x03\x03" + \
+            b"\x00" * 29998
+        data = b""
+        for i in range(0, len(body), 16384):
+            part = body[i:i + 16384]
+            data += b"\x16\x03\x01" + len(part).to_bytes(2, "big") + part
+    else:
+        with open(a.file, "rb") as f:
+            data = f.read()
     if a.records > 1:
         data = records(data, a.records)
     if a.pad:
@@ -494,6 +524,10 @@ def hello_main(a):
                 print("EOF %d" % got)
                 return
             got += len(d)
+            if got >= len(data):
+                # all of it came back through the echo upstream
+                print("OPEN %d" % got)
+                return
     except socket.timeout:
         print("OPEN %d" % got)
     except OSError:
@@ -617,6 +651,7 @@ def main():
     e.add_argument("--delay", type=float, default=0)
     e.add_argument("--records", type=int, default=1)
     e.add_argument("--pad", type=int, default=0)
+    e.add_argument("--early", action="store_true")
     r = sub.add_parser("slowreader")
     r.add_argument("--proxy", required=True)
     r.add_argument("--target", required=True)
