@@ -37,7 +37,7 @@
 
 #define RESP_MAX	(64u << 20)	/* largest answer we read */
 #define JSON_DEPTH	32
-#define IO_TIMEOUT_S	120		/* a phase switch may close many */
+#define IO_TIMEOUT_S	120	/* a phase switch may close many */
 
 static const char usage_text[] =
 "usage: egressctl [-s ADMIN] [--json] [--token-file FILE] COMMAND\n"
@@ -122,7 +122,7 @@ unreachable(const char *why)
 	return EX_UNREACH;
 }
 
-/* --- a tiny HTTP/1.1 client ------------------------------------------------ */
+/* --- a tiny HTTP/1.1 client ---------------------------------------------- */
 
 struct resp {
 	int	 status;
@@ -334,7 +334,8 @@ http(const char *method, const char *path, const char *body, struct resp *r)
 	for (;;) {
 		if (len + 4096 + 1 > cap) {
 			cap = cap ? cap * 2 : 16384;
-			if (cap > RESP_MAX || (nb = realloc(buf, cap)) == NULL) {
+			nb = cap > RESP_MAX ? NULL : realloc(buf, cap);
+			if (nb == NULL) {
 				free(buf);
 				close(fd);
 				warnx_("answer too large");
@@ -388,7 +389,7 @@ enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
 
 struct jv {
 	enum jt		 t;
-	const char	*raw;		/* the value's text in the source */
+	const char	*raw;		/* the value's text in the input */
 	size_t		 rawlen;
 	char		*s;		/* J_STR decoded, J_NUM text */
 	int		 b;

@@ -32,14 +32,14 @@
 struct eg_admin {
 	struct egress		*ex;
 	struct MHD_Daemon	*d;
-	int			 fd;		/* ours until MHD owns it */
-	char			*path;		/* Unix: unlinked at stop */
-	char			*where;		/* for messages */
-	char			*conf;		/* cfg->admin at start */
+	int			 fd;	/* ours until MHD owns it */
+	char			*path;	/* Unix: unlinked at stop */
+	char			*where;	/* for messages */
+	char			*conf;	/* cfg->admin at start */
 	int			 tcp;
-	char			*token;		/* TCP: the bearer token */
+	char			*token;	/* TCP: the bearer token */
 	size_t			 toklen;
-	pthread_mutex_t		 mtx;		/* one switch/reload at once */
+	pthread_mutex_t		 mtx;	/* one switch or reload at once */
 };
 
 struct req {				/* one request's upload state */
@@ -184,7 +184,7 @@ eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
 	return 0;
 }
 
-/* --- responses --------------------------------------------------------------- */
+/* --- responses ----------------------------------------------------------- */
 
 static enum MHD_Result
 reply(struct MHD_Connection *con, unsigned status, const char *type,

@@ -99,6 +99,7 @@ struct eg_conn {
 	uint16_t		 port;
 	int			 kept;		/* plain HTTP: between requests */
 	const char		*method;	/* static or in h */
+	const char		*phase;		/* of the ALLOW; in c->cfg */
 	const struct eg_rule	*rule;
 	int			 report;
 	int			 trusted;	/* addresses the operator wrote */
@@ -496,7 +497,10 @@ conn_allow(struct eg_conn *c)
 		}
 	}
 	conn_event(c, &ev, EGRESS_EV_ALLOW);
-	ev.phase = c->sess->phase->name;
+	/* c->cfg is the snapshot this phase lives in: the name stays valid
+	 * for the CLOSE line, whatever the session does meanwhile */
+	c->phase = c->sess->phase->name;
+	ev.phase = c->phase;
 	ev.addr = c->addr;
 	ev.rule = c->rule ? c->rule->text : NULL;
 	ev.report = c->report ? "not_allowed" : NULL;
@@ -1444,10 +1448,8 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 	ev.ms = now > c->t0 ? (uint64_t)(now - c->t0) : 0;
 	ev.end = eg_end_name[end == EG_END_NONE ? EG_END_ERROR : end];
 	ev.sni = end == EG_END_SNI_MISMATCH ? c->sni : NULL;
-	pthread_rwlock_rdlock(&c->ex->lock);
-	ev.phase = c->sess->phase->name;
+	ev.phase = c->phase;
 	eg_emit(c->ex, &ev);
-	pthread_rwlock_unlock(&c->ex->lock);
 	c->allowed = 0;
 }
 

@@ -370,5 +370,11 @@ eg_loop_run(struct eg_loop *loop)
 		if (loop->after != NULL)
 			loop->after(loop->after_arg);
 	}
+	/* nobody runs commands on this loop any more: refuse new ones and
+	 * release the callers already waiting */
+	pthread_mutex_lock(&loop->mtx);
+	loop->closed = 1;
+	pthread_mutex_unlock(&loop->mtx);
+	loop_run_cmds(loop);
 	return 0;
 }

@@ -23,7 +23,7 @@ static const uint64_t bucket_us[] = {
 #define NBUCKET	nitems(bucket_us)
 
 struct hist {
-	uint64_t	 le[NBUCKET];	/* non-cumulative; summed on render */
+	uint64_t	 le[NBUCKET];	/* per bucket; summed on render */
 	uint64_t	 inf;		/* above the last bound */
 	uint64_t	 sum_us;
 };
@@ -236,7 +236,7 @@ eg_metrics_reload(struct eg_metrics *m, int ok)
 struct out {
 	char	*buf;
 	size_t	 cap;
-	size_t	 len;		/* may exceed cap: the length needed */
+	size_t	 len;		/* may pass cap: the length needed */
 };
 
 static void

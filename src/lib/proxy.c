@@ -793,6 +793,9 @@ egress_run_thread(struct egress *ex)
 		return set_err(ex, "egress_start() first");
 	if (ex->running)
 		return set_err(ex, "already running");
+	/* from now on control calls go through the loops' command queues
+	 * (they wait until each loop thread is up) */
+	ex->running = 1;
 	for (i = 0; i < ex->nw; i++) {
 		rc = pthread_create(&ex->w[i].thr, NULL, worker_main,
 		    &ex->w[i]);
@@ -803,7 +806,6 @@ egress_run_thread(struct egress *ex)
 		}
 		ex->w[i].thr_started = 1;
 	}
-	ex->running = 1;
 	return 0;
 }
 

@@ -21,7 +21,7 @@
 #include "sandbox.h"
 
 void
-sb_strv_add(struct sb_strv *sv, const char *s)
+eg_sb_strv_add(struct sb_strv *sv, const char *s)
 {
 	char **nv, *d;
 	size_t ncap;
@@ -48,7 +48,7 @@ sb_strv_add(struct sb_strv *sv, const char *s)
 }
 
 void
-sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
+eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 {
 	size_t la, lb;
 	char *s;
@@ -62,12 +62,12 @@ sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 	}
 	memcpy(s, a, la);
 	memcpy(s + la, b, lb + 1);
-	sb_strv_add(sv, s);
+	eg_sb_strv_add(sv, s);
 	free(s);
 }
 
 int
-sb_strv_has(const struct sb_strv *sv, const char *s)
+eg_sb_strv_has(const struct sb_strv *sv, const char *s)
 {
 	size_t i;
 
@@ -78,7 +78,7 @@ sb_strv_has(const struct sb_strv *sv, const char *s)
 }
 
 void
-sb_strv_free(struct sb_strv *sv)
+eg_sb_strv_free(struct sb_strv *sv)
 {
 	size_t i;
 
@@ -91,7 +91,7 @@ sb_strv_free(struct sb_strv *sv)
 }
 
 int
-sb_path_under(const char *path, const char *dir)
+eg_sb_path_under(const char *path, const char *dir)
 {
 	size_t n;
 
@@ -105,7 +105,7 @@ sb_path_under(const char *path, const char *dir)
 }
 
 const char *
-sb_bwrap_find(char *buf, size_t len)
+eg_sb_bwrap_find(char *buf, size_t len)
 {
 	/* never $PATH: a planted bwrap there would see everything */
 	static const char *const dirs[] = {
@@ -140,13 +140,13 @@ homes_add(struct sb_strv *out, const char *p)
 	    !S_ISDIR(st.st_mode))
 		return;
 	for (i = 0; i < out->n; i++)
-		if (sb_path_under(rp, out->v[i]))
+		if (eg_sb_path_under(rp, out->v[i]))
 			return;
-	sb_strv_add(out, rp);
+	eg_sb_strv_add(out, rp);
 }
 
 void
-sb_homes(struct sb_strv *out, const char *home)
+eg_sb_homes(struct sb_strv *out, const char *home)
 {
 	struct passwd *pw;
 	static const char *const sys[] = {
@@ -177,7 +177,7 @@ sb_homes(struct sb_strv *out, const char *home)
 }
 
 void
-sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
+eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 {
 	char line[PATH_MAX + 256], *p, *nl;
 	FILE *fp;
@@ -194,11 +194,11 @@ sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 		p = strchr(line, '/');
 		if (p == NULL || strstr(p, " (deleted)") != NULL)
 			continue;
-		if (sb_strv_has(out, p))
+		if (eg_sb_strv_has(out, p))
 			continue;
 		for (i = 0; i < hidden->n; i++) {
-			if (sb_path_under(p, hidden->v[i])) {
-				sb_strv_add(out, p);
+			if (eg_sb_path_under(p, hidden->v[i])) {
+				eg_sb_strv_add(out, p);
 				break;
 			}
 		}
@@ -207,49 +207,49 @@ sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 }
 
 int
-sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
+eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
 	static const char *const tmpfs[] = { "/tmp", "/var/tmp", "/run" };
 	char num[16];
 	size_t i;
 
-	sb_strv_add(a, s->bwrap);
-	sb_strv_add(a, "--unshare-all");	/* network included */
-	sb_strv_add(a, "--die-with-parent");
-	sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
-	sb_strv_add(a, "--ro-bind");
-	sb_strv_add(a, "/");
-	sb_strv_add(a, "/");
-	sb_strv_add(a, "--dev");
-	sb_strv_add(a, "/dev");
-	sb_strv_add(a, "--proc");
-	sb_strv_add(a, "/proc");
+	eg_sb_strv_add(a, s->bwrap);
+	eg_sb_strv_add(a, "--unshare-all");	/* network included */
+	eg_sb_strv_add(a, "--die-with-parent");
+	eg_sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	eg_sb_strv_add(a, "--ro-bind");
+	eg_sb_strv_add(a, "/");
+	eg_sb_strv_add(a, "/");
+	eg_sb_strv_add(a, "--dev");
+	eg_sb_strv_add(a, "/dev");
+	eg_sb_strv_add(a, "--proc");
+	eg_sb_strv_add(a, "/proc");
 	for (i = 0; i < nitems(tmpfs); i++) {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, tmpfs[i]);
+		eg_sb_strv_add(a, "--tmpfs");
+		eg_sb_strv_add(a, tmpfs[i]);
 	}
 	/* later mounts go on top, so hide first, then bind */
 	for (i = 0; s->homes != NULL && i < s->homes->n; i++) {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, s->homes->v[i]);
+		eg_sb_strv_add(a, "--tmpfs");
+		eg_sb_strv_add(a, s->homes->v[i]);
 	}
 	for (i = 0; s->libs != NULL && i < s->libs->n; i++) {
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->libs->v[i]);
-		sb_strv_add(a, s->libs->v[i]);
+		eg_sb_strv_add(a, "--ro-bind");
+		eg_sb_strv_add(a, s->libs->v[i]);
+		eg_sb_strv_add(a, s->libs->v[i]);
 	}
-	sb_strv_add(a, "--bind");
-	sb_strv_add(a, s->cwd);
-	sb_strv_add(a, s->cwd);
+	eg_sb_strv_add(a, "--bind");
+	eg_sb_strv_add(a, s->cwd);
+	eg_sb_strv_add(a, s->cwd);
 	for (i = 0; s->rw != NULL && i < s->rw->n; i++) {
-		sb_strv_add(a, "--bind");
-		sb_strv_add(a, s->rw->v[i]);
-		sb_strv_add(a, s->rw->v[i]);
+		eg_sb_strv_add(a, "--bind");
+		eg_sb_strv_add(a, s->rw->v[i]);
+		eg_sb_strv_add(a, s->rw->v[i]);
 	}
 	for (i = 0; s->ro != NULL && i < s->ro->n; i++) {
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->ro->v[i]);
-		sb_strv_add(a, s->ro->v[i]);
+		eg_sb_strv_add(a, "--ro-bind");
+		eg_sb_strv_add(a, s->ro->v[i]);
+		eg_sb_strv_add(a, s->ro->v[i]);
 	}
 	/*
 	 * The socket's directory is read-only inside, so the command can
@@ -258,39 +258,39 @@ sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * may hold the admin socket.
 	 */
 	if (s->sockdir != NULL) {
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->sockdir);
-		sb_strv_add(a, SB_IN_SOCKDIR);
+		eg_sb_strv_add(a, "--ro-bind");
+		eg_sb_strv_add(a, s->sockdir);
+		eg_sb_strv_add(a, SB_IN_SOCKDIR);
 	} else {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, SB_IN_SOCKDIR);
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->sockfile);
-		sb_strv_add(a, SB_IN_SOCK);
-		sb_strv_add(a, "--remount-ro");
-		sb_strv_add(a, SB_IN_SOCKDIR);
+		eg_sb_strv_add(a, "--tmpfs");
+		eg_sb_strv_add(a, SB_IN_SOCKDIR);
+		eg_sb_strv_add(a, "--ro-bind");
+		eg_sb_strv_add(a, s->sockfile);
+		eg_sb_strv_add(a, SB_IN_SOCK);
+		eg_sb_strv_add(a, "--remount-ro");
+		eg_sb_strv_add(a, SB_IN_SOCKDIR);
 	}
-	sb_strv_add(a, "--ro-bind");
-	sb_strv_add(a, s->exe);
-	sb_strv_add(a, SB_IN_EXE);
-	sb_strv_add(a, "--chdir");
-	sb_strv_add(a, s->cwd);
-	sb_strv_add(a, "--");
-	sb_strv_add(a, SB_IN_EXE);
-	sb_strv_add(a, "relay");
-	sb_strv_add(a, "--socket");
-	sb_strv_add(a, SB_IN_SOCK);
+	eg_sb_strv_add(a, "--ro-bind");
+	eg_sb_strv_add(a, s->exe);
+	eg_sb_strv_add(a, SB_IN_EXE);
+	eg_sb_strv_add(a, "--chdir");
+	eg_sb_strv_add(a, s->cwd);
+	eg_sb_strv_add(a, "--");
+	eg_sb_strv_add(a, SB_IN_EXE);
+	eg_sb_strv_add(a, "relay");
+	eg_sb_strv_add(a, "--socket");
+	eg_sb_strv_add(a, SB_IN_SOCK);
 	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
-	sb_strv_add(a, "--port");
-	sb_strv_add(a, num);
+	eg_sb_strv_add(a, "--port");
+	eg_sb_strv_add(a, num);
 	if (s->ready_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->ready_fd);
-		sb_strv_add(a, "--ready-fd");
-		sb_strv_add(a, num);
+		eg_sb_strv_add(a, "--ready-fd");
+		eg_sb_strv_add(a, num);
 	}
-	sb_strv_add(a, "--");
+	eg_sb_strv_add(a, "--");
 	for (i = 0; s->cmd[i] != NULL; i++)
-		sb_strv_add(a, s->cmd[i]);
+		eg_sb_strv_add(a, s->cmd[i]);
 	return a->oom ? -1 : 0;
 }
 
@@ -312,7 +312,7 @@ sysctl_num(const char *path)
 }
 
 void
-sb_bwrap_explain(const char *bwrap)
+eg_sb_bwrap_explain(const char *bwrap)
 {
 	struct stat st;
 	int setuid_bwrap;

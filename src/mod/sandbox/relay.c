@@ -80,7 +80,7 @@ rl_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 int
-sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
+eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
 {
 	struct sockaddr_in sin;
 	socklen_t slen;
@@ -347,7 +347,7 @@ rl_reap(struct rl_loop *l)
 }
 
 int
-sb_relay_loop(int lfd, const char *sockpath, const struct sb_relay_ctl *ctl,
+eg_sb_relay_loop(int lfd, const char *sockpath, const struct sb_relay_ctl *ctl,
     char *err, size_t errlen)
 {
 	struct epoll_event ev, evs[64];
@@ -475,7 +475,7 @@ rl_num(const char *s, long lo, long hi, long *out)
 }
 
 int
-sb_relay_main(int argc, char *argv[])
+eg_sb_relay_main(int argc, char *argv[])
 {
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -533,7 +533,7 @@ sb_relay_main(int argc, char *argv[])
 	if (rfd != -1)
 		(void)fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
 
-	lfd = sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
+	lfd = eg_sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
 	if (lfd == -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
@@ -579,7 +579,7 @@ sb_relay_main(int argc, char *argv[])
 	ctl.fd = rp.sfd;
 	ctl.cb = rl_proc_cb;
 	ctl.arg = &rp;
-	if (sb_relay_loop(lfd, sock, &ctl, err, sizeof(err)) == -1) {
+	if (eg_sb_relay_loop(lfd, sock, &ctl, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		(void)kill(rp.child, SIGKILL);
 		while (waitpid(rp.child, &rp.status, 0) == -1 &&

@@ -249,20 +249,20 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 			}
 			continue;
 		}
-		sb_strv_add(out, environ[i]);
+		eg_sb_strv_add(out, environ[i]);
 	}
 	for (i = 0; i < o->env.n; i++) {
 		n = name_len(o->env.v[i]);
 		if (o->env.v[i][n] == '=')
-			sb_strv_add(out, o->env.v[i]);
+			eg_sb_strv_add(out, o->env.v[i]);
 		else if (getenv(o->env.v[i]) == NULL)
 			fprintf(stderr, "egressd: --env %s: not set, not "
 			    "passed\n", o->env.v[i]);
 	}
 	for (i = 0; i < nitems(pv); i++)
-		sb_strv_add2(out, pv[i], url);
-	sb_strv_add(out, "NO_PROXY=");
-	sb_strv_add(out, "no_proxy=");
+		eg_sb_strv_add2(out, pv[i], url);
+	eg_sb_strv_add(out, "NO_PROXY=");
+	eg_sb_strv_add(out, "no_proxy=");
 	if (rlen > 0)
 		fprintf(stderr, "egressd: not passed to the command: %s "
 		    "(--env NAME passes one)\n", removed);
@@ -280,7 +280,7 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 		    strerror(errno));
 		return -1;
 	}
-	sb_strv_add(out, rp);
+	eg_sb_strv_add(out, rp);
 	return 0;
 }
 
@@ -344,7 +344,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			if (is_proxy_var(optarg, n))
 				return usage_err("--env %s: the proxy "
 				    "variables are set by egressd", optarg);
-			sb_strv_add(&o->env, optarg);
+			eg_sb_strv_add(&o->env, optarg);
 			break;
 		case 't':
 			errno = 0;
@@ -588,7 +588,7 @@ relay_thr_main(void *arg)
 	ctl.fd = t->efd;
 	ctl.cb = relay_thr_stop;
 	ctl.arg = t;
-	t->rc = sb_relay_loop(t->lfd, t->sock, &ctl, t->err, sizeof(t->err));
+	t->rc = eg_sb_relay_loop(t->lfd, t->sock, &ctl, t->err, sizeof(t->err));
 	return NULL;
 }
 
@@ -617,9 +617,9 @@ make_privdir(const struct run_opts *o, const char *cwd, char *buf,
 		    access(cand[i], W_OK | X_OK) == -1)
 			continue;
 		/* the sandbox must not see this directory writable */
-		bad = cwd != NULL && sb_path_under(cand[i], cwd);
+		bad = cwd != NULL && eg_sb_path_under(cand[i], cwd);
 		for (j = 0; cwd != NULL && j < o->rw.n; j++)
-			if (sb_path_under(cand[i], o->rw.v[j]))
+			if (eg_sb_path_under(cand[i], o->rw.v[j]))
 				bad = 1;
 		/* room for "/sock/proxy.sock" in sun_path (108) */
 		n = snprintf(buf, len, "%s/egressd-run.XXXXXX", cand[i]);
@@ -708,10 +708,10 @@ check_cwd(const struct run_opts *o, const char *cwd)
 	struct sb_strv homes = { 0 };
 	int bad;
 
-	sb_homes(&homes, getenv("HOME"));
+	eg_sb_homes(&homes, getenv("HOME"));
 	bad = strcmp(cwd, "/") == 0 ||
-	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&o->rw, cwd));
-	sb_strv_free(&homes);
+	    (eg_sb_strv_has(&homes, cwd) && !eg_sb_strv_has(&o->rw, cwd));
+	eg_sb_strv_free(&homes);
 	if (!bad)
 		return 0;
 	fprintf(stderr, "egressd: the working directory %s would be writable "
@@ -831,11 +831,11 @@ args_memfd(const struct sb_strv *in, struct sb_strv *out)
 		return -1;
 	}
 	snprintf(num, sizeof(num), "%d", fd);
-	sb_strv_add(out, in->v[0]);
-	sb_strv_add(out, "--args");
-	sb_strv_add(out, num);
+	eg_sb_strv_add(out, in->v[0]);
+	eg_sb_strv_add(out, "--args");
+	eg_sb_strv_add(out, num);
 	for (; i < in->n; i++)
-		sb_strv_add(out, in->v[i]);
+		eg_sb_strv_add(out, in->v[i]);
 	if (out->oom) {
 		close(fd);
 		return -1;
@@ -856,7 +856,7 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	size_t i, j;
 	int rc = 3, covered;
 
-	if (sb_bwrap_find(bw, sizeof(bw)) == NULL) {
+	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL) {
 		fprintf(stderr,
 "egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
 "  /usr/local/bin and /usr/sbin (never $PATH).\n"
@@ -877,22 +877,22 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		    "run it again\n", exe);
 		return 3;
 	}
-	sb_homes(&homes, getenv("HOME"));
+	eg_sb_homes(&homes, getenv("HOME"));
 	for (i = 0; i < homes.n; i++)
-		sb_strv_add(&hidden, homes.v[i]);
-	sb_strv_add(&hidden, "/tmp");
-	sb_strv_add(&hidden, "/var/tmp");
-	sb_strv_add(&hidden, "/run");
-	sb_maplibs(&libs, &hidden);
+		eg_sb_strv_add(&hidden, homes.v[i]);
+	eg_sb_strv_add(&hidden, "/tmp");
+	eg_sb_strv_add(&hidden, "/var/tmp");
+	eg_sb_strv_add(&hidden, "/run");
+	eg_sb_maplibs(&libs, &hidden);
 	/* those already visible through a bind need nothing more */
 	for (i = 0; i < libs.n; i++) {
-		covered = sb_path_under(libs.v[i], cwd);
+		covered = eg_sb_path_under(libs.v[i], cwd);
 		for (j = 0; j < st->o.rw.n; j++)
-			covered |= sb_path_under(libs.v[i], st->o.rw.v[j]);
+			covered |= eg_sb_path_under(libs.v[i], st->o.rw.v[j]);
 		for (j = 0; j < st->o.ro.n; j++)
-			covered |= sb_path_under(libs.v[i], st->o.ro.v[j]);
+			covered |= eg_sb_path_under(libs.v[i], st->o.ro.v[j]);
 		if (!covered && strcmp(libs.v[i], exe) != 0)
-			sb_strv_add(&keep, libs.v[i]);
+			eg_sb_strv_add(&keep, libs.v[i]);
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.bwrap = bw;
@@ -908,17 +908,17 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		spec.sockdir = st->sockdir;
 	spec.ready_fd = ready_fd;
 	spec.cmd = st->o.cmd;
-	if (sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
+	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
 	    keep.oom) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto out;
 	}
 	rc = 0;
 out:
-	sb_strv_free(&homes);
-	sb_strv_free(&hidden);
-	sb_strv_free(&libs);
-	sb_strv_free(&keep);
+	eg_sb_strv_free(&homes);
+	eg_sb_strv_free(&hidden);
+	eg_sb_strv_free(&libs);
+	eg_sb_strv_free(&keep);
 	return rc;
 }
 
@@ -1049,7 +1049,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		return forced;
 	if (bwrap && !ready) {
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
-			sb_bwrap_explain(execpath);
+			eg_sb_bwrap_explain(execpath);
 		else
 			fprintf(stderr, "egressd: egressd relay did not start "
 			    "inside the sandbox (status %d)\n",
@@ -1158,7 +1158,7 @@ run_main(int argc, char *argv[])
 			goto done;
 	} else {
 		st.rt.sock = st.o.proxy != NULL ? st.proxyrp : st.sock;
-		st.rt.lfd = sb_relay_listen(0, &port, err, sizeof(err));
+		st.rt.lfd = eg_sb_relay_listen(0, &port, err, sizeof(err));
 		if (st.rt.lfd == -1) {
 			fprintf(stderr, "egressd: relay: %s\n", err);
 			goto done;
@@ -1175,14 +1175,14 @@ run_main(int argc, char *argv[])
 		}
 		st.rt_running = 1;
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
-		sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
+		eg_sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
 	}
 	if (env_build(&st.o, url, &envp) == -1) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto done;
 	}
 	if (!bwrap) {
-		sb_strv_free(&cargv);
+		eg_sb_strv_free(&cargv);
 		if (resolve_cmd(st.o.cmd[0], envp.v, execpath,
 		    sizeof(execpath)) == -1) {
 			fprintf(stderr, "egressd: %s: command not found\n",
@@ -1211,12 +1211,12 @@ done:
 		close(afd);
 	if (sfd != -1)
 		close(sfd);
-	sb_strv_free(&envp);
-	sb_strv_free(&cargv);
-	sb_strv_free(&xargv);
-	sb_strv_free(&st.o.rw);
-	sb_strv_free(&st.o.ro);
-	sb_strv_free(&st.o.env);
+	eg_sb_strv_free(&envp);
+	eg_sb_strv_free(&cargv);
+	eg_sb_strv_free(&xargv);
+	eg_sb_strv_free(&st.o.rw);
+	eg_sb_strv_free(&st.o.ro);
+	eg_sb_strv_free(&st.o.env);
 	return rc;
 }
 
@@ -1224,7 +1224,7 @@ static int
 sandbox_main(int argc, char *argv[])
 {
 	if (argc > 0 && strcmp(argv[0], "relay") == 0)
-		return sb_relay_main(argc, argv);
+		return eg_sb_relay_main(argc, argv);
 	return run_main(argc, argv);
 }
 

@@ -35,16 +35,16 @@ struct sb_strv {
 };
 
 /* Append a copy of s. */
-void	sb_strv_add(struct sb_strv *sv, const char *s);
+void	eg_sb_strv_add(struct sb_strv *sv, const char *s);
 /* Append "a" followed by "b" as one string. */
-void	sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
+void	eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
 /* 1 if an element equals s. */
-int	sb_strv_has(const struct sb_strv *sv, const char *s);
+int	eg_sb_strv_has(const struct sb_strv *sv, const char *s);
 /* Free every element and the vector; leaves it empty and reusable. */
-void	sb_strv_free(struct sb_strv *sv);
+void	eg_sb_strv_free(struct sb_strv *sv);
 
 /* 1 if path is dir or below it ("/a/b" is under "/a", "/ab" is not). */
-int	sb_path_under(const char *path, const char *dir);
+int	eg_sb_path_under(const char *path, const char *dir);
 
 /*
  * relay.c.  A relay accepts TCP connections on a listening socket and
@@ -63,17 +63,17 @@ struct sb_relay_ctl {
  * exec.  Returns the fd and stores the bound port, or -1 with a message
  * in err.
  */
-int	sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
+int	eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
 	    size_t errlen);
 /*
  * Run the relay on lfd until ctl->cb returns nonzero.  Connections still
  * open are closed on return; lfd is not.  Returns 0, or -1 with a
  * message in err when the loop itself cannot run.
  */
-int	sb_relay_loop(int lfd, const char *sockpath,
+int	eg_sb_relay_loop(int lfd, const char *sockpath,
 	    const struct sb_relay_ctl *ctl, char *err, size_t errlen);
 /* "egressd relay ...": argv[0] is "relay".  Returns the exit status. */
-int	sb_relay_main(int argc, char *argv[]);
+int	eg_sb_relay_main(int argc, char *argv[]);
 
 /*
  * bwrap.c: the bubblewrap command line.
@@ -96,28 +96,28 @@ struct sb_bwrap_spec {
  * Find the launcher in the system directories only (never $PATH); copy
  * its path into buf and return buf, or NULL.
  */
-const char	*sb_bwrap_find(char *buf, size_t len);
+const char	*eg_sb_bwrap_find(char *buf, size_t len);
 /* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
-int		 sb_bwrap_argv(const struct sb_bwrap_spec *spec,
+int		 eg_sb_bwrap_argv(const struct sb_bwrap_spec *spec,
 		    struct sb_strv *out);
 /*
  * The directories to hide: /home, /root, every /etc/passwd home of a
  * regular user (uid >= 1000) and home (may be NULL); existing
  * directories only, resolved, without duplicates.
  */
-void		 sb_homes(struct sb_strv *out, const char *home);
+void		 eg_sb_homes(struct sb_strv *out, const char *home);
 /*
  * Files mapped into this process (the shared libraries of a build-tree
  * egressd) that lie under one of the hidden directories, so the relay
  * can still be loaded inside.
  */
-void		 sb_maplibs(struct sb_strv *out,
+void		 eg_sb_maplibs(struct sb_strv *out,
 		    const struct sb_strv *hidden);
 /*
  * Explain on stderr why bubblewrap could not create a sandbox and how
  * to fix it, from the kernel settings of this machine.
  */
-void		 sb_bwrap_explain(const char *bwrap);
+void		 eg_sb_bwrap_explain(const char *bwrap);
 
 /*
  * seatbelt.c: the macOS sandbox-exec profile.  Every path must be
@@ -134,7 +134,7 @@ struct sb_seatbelt {
  * The profile text (malloc'd, the caller frees), or NULL with a message
  * in err for a relative path, a path with control characters, or port 0.
  */
-char	*sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
+char	*eg_sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
 	    size_t errlen);
 
 #endif
