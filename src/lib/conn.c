@@ -1075,6 +1075,9 @@ conn_do_sni(struct eg_conn *c)
 			return IO_DONE;
 		}
 		c->last = eg_loop_now(c->w->loop);
+		if (p->len == 0)	/* a hello must be complete in time */
+			eg_timer_arm(c->w->loop, &c->tmo,
+			    c->cfg->header_timeout_ms);
 		p->len += (size_t)n;
 		r = eg_sni_parse(p->buf, p->len, c->sni, sizeof(c->sni),
 		    &nlen);
@@ -1615,6 +1618,13 @@ conn_timeout(void *arg)
 		conn_fail(c, EG_R_CONNECT_TIMEOUT);
 		break;
 	case EG_CS_SNI:
+		if (c->c2u.len > 0) {
+			/* a ClientHello started but did not finish within
+			 * header_timeout: a stalling client, not an idle one */
+			conn_close(c, EG_END_ERROR);
+			return;
+		}
+		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
 		idle = c->cfg->idle_timeout_ms;

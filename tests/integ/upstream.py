@@ -291,7 +291,7 @@ def make_cert():
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def listener(backlog=128):
+def listener(backlog=1024):
     fam = socket.AF_INET6 if ":" in A.addr else socket.AF_INET
     ls = socket.socket(fam, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
