@@ -72,8 +72,7 @@ port_in_use() {
 }
 
 wait_port() {
-	local i
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		port_in_use "$1" && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.1
@@ -215,10 +214,9 @@ start_proxy() {
 }
 
 stop_proxy() {
-	local i
 	[ -n "$proxy_pid" ] || return 0
 	kill -TERM "$proxy_pid" 2>/dev/null
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		kill -0 "$proxy_pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -230,7 +228,7 @@ stop_proxy() {
 
 # run_mode REP PROXY MODE: one loadgen run, result line appended.
 run_mode() {
-	local rep=$1 px=$2 mode=$3 tgt via args out idle
+	local rep=$1 px=$2 mode=$3 host via args out idle
 	if [ "$px" = direct ]; then
 		via="--direct"
 		host=127.0.0.1

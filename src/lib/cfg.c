@@ -127,6 +127,8 @@ enum sect {
  * err is set (eg_cfg_override()) the first message goes there instead
  * of to errs, prefixed "command line: ".
  */
+#define LINE_MAX_VALUE	65536	/* bytes of one value */
+
 struct parse {
 	struct eg_cfg	*cfg;
 	const char	*fname;
@@ -143,6 +145,7 @@ struct parse {
 	int		 proxy_line, hosts_line;
 
 	char		 key[KEY_MAX + 1];	/* this line's whole key */
+	char		*longval;	/* a value too long for inih's buffer */
 	int		 seen[NKEYS];	/* line of a key's first use */
 	int		*pin_line;	/* per cfg->pins entry */
 };
@@ -851,13 +854,28 @@ cfg_reader(char *str, int num, void *arg)
 			    sizeof(q)));
 			continue;
 		}
-		if (num < 4 || klen + 1 + vlen + 2 > (size_t)num) {
-			perr(ps, "line too long (at most %d bytes of key and "
-			    "value)", num < 4 ? 0 : num - 3);
+		if (vlen > LINE_MAX_VALUE) {
+			perr(ps, "line too long (at most %d bytes of value)",
+			    LINE_MAX_VALUE);
 			continue;
 		}
 		memcpy(ps->key, k, klen);
 		ps->key[klen] = '\0';
+		free(ps->longval);
+		ps->longval = NULL;
+		if (num < 8 || klen + 1 + vlen + 2 > (size_t)num) {
+			/*
+			 * inih would split this line: keep the value here and
+			 * give inih a marker that no real line can contain
+			 * (control characters are refused above).
+			 */
+			if ((ps->longval = strndup(v, vlen)) == NULL) {
+				perr(ps, "out of memory");
+				continue;
+			}
+			v = "\001";
+			vlen = 1;
+		}
 		/* inih sees "key=value": nothing left for it to interpret. */
 		memcpy(str, k, klen);
 		str[klen] = '=';
@@ -875,9 +893,10 @@ cfg_reader(char *str, int num, void *arg)
  */
 static int
 cfg_handler(void *arg, const char *section, const char *name,
-    const char *value)
+    const char *inih_value)
 {
 	struct parse *ps = arg;
+	const char *value = inih_value;
 	const struct key *k;
 	char q[400];
 	void *base;
@@ -885,6 +904,8 @@ cfg_handler(void *arg, const char *section, const char *name,
 
 	(void)section;
 	(void)name;
+	if (ps->longval != NULL && strcmp(value, "\001") == 0)
+		value = ps->longval;
 	switch (ps->sect) {
 	case SECT_NONE:
 		perr(ps, "key '%s' outside any section",
@@ -1084,6 +1105,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
 	pins_finish(&ps);
 	free(ps.pin_line);
+	free(ps.longval);
 	if (ps.nerr != 0) {
 		eg_cfg_unref(cfg);
 		return NULL;

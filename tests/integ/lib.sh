@@ -212,6 +212,10 @@ _cleanup()
 trap _cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
+# A daemon started without "admin = none" puts its default admin socket
+# ($XDG_RUNTIME_DIR/egressd/admin.sock) here, not in a shared place.
+mkdir -m 0700 "$T/xdg" && export XDG_RUNTIME_DIR=$T/xdg
+
 [ -n "$PY" ] || bail "python3 is needed for the test upstreams"
 [ -x "$EGRESSD" ] || bail "$EGRESSD not found (set EGRESSD or builddir)"
 
