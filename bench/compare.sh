@@ -104,7 +104,9 @@ for px in $PROXIES; do
 		if [ ! -x "$EGRESSD" ]; then
 			log "skipping egressd: $EGRESSD not built"
 			continue
-		fi ;;
+		fi
+		# a private copy: a rebuild during the run cannot mix binaries
+		cp "$EGRESSD" "$tmp/egressd-bin" || exit 1 ;;
 	tinyproxy|squid)
 		if ! command -v "$px" >/dev/null; then
 			log "skipping $px: not installed (apt-get install $px)"
@@ -188,7 +190,8 @@ start_proxy() {
 	case $1 in
 	egressd)
 		write_egressd_conf
-		"$EGRESSD" -c "$tmp/egressd.ini" >"$tmp/egressd.out" 2>&1 &
+		"$tmp/egressd-bin" -c "$tmp/egressd.ini" \
+		    >"$tmp/egressd.out" 2>&1 &
 		proxy_pid=$!
 		port=$P_EGRESSD ;;
 	tinyproxy)
@@ -223,7 +226,8 @@ stop_proxy() {
 	kill -KILL "$proxy_pid" 2>/dev/null
 	wait "$proxy_pid" 2>/dev/null
 	proxy_pid=
-	rm -rf "$tmp/tinyproxy" "$tmp/squid" "$tmp"/egressd-*
+	rm -rf "$tmp/tinyproxy" "$tmp/squid" "$tmp"/egressd-*.log \
+	    "$tmp"/egressd-admin.sock
 }
 
 # run_mode REP PROXY MODE: one loadgen run, result line appended.

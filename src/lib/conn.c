@@ -1064,6 +1064,14 @@ conn_do_sni(struct eg_conn *c)
 		return IO_DONE;
 	}
 	for (;;) {
+		/* bytes held already (sent right behind the CONNECT, or
+		 * read before) are parsed before waiting for more */
+		if (p->len > 0) {
+			r = eg_sni_parse(p->buf, p->len, c->sni,
+			    sizeof(c->sni), &nlen);
+			if (r != EG_SNI_AGAIN || p->len >= SNIBUF)
+				break;
+		}
 		n = recv(c->cio.fd, p->buf + p->len, SNIBUF - p->len, 0);
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -1079,11 +1087,6 @@ conn_do_sni(struct eg_conn *c)
 			eg_timer_arm(c->w->loop, &c->tmo,
 			    c->cfg->header_timeout_ms);
 		p->len += (size_t)n;
-		r = eg_sni_parse(p->buf, p->len, c->sni, sizeof(c->sni),
-		    &nlen);
-		if (r == EG_SNI_AGAIN && p->len < SNIBUF)
-			continue;
-		break;
 	}
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
 	    c->host.name, c->host.len)) {
@@ -1107,6 +1110,7 @@ static enum eg_io_res
 conn_do_replying(struct eg_conn *c)
 {
 	enum eg_io_res r;
+	size_t extra, cap;
 
 	r = pend_flush(c, &c->u2c, c->cio.fd);
 	if (r == IO_AGAIN)
@@ -1120,13 +1124,35 @@ conn_do_replying(struct eg_conn *c)
 		conn_set_state(c, EG_CS_LINGER);
 		return IO_AGAIN;
 	}
-	/* the 200 is out: the tunnel opens and the head buffer goes away
-	 * (c->host keeps what the CLOSE line needs) */
+	/*
+	 * The 200 is out: the tunnel opens and the head buffer goes away
+	 * (c->host keeps what the CLOSE line needs).  Bytes the client sent
+	 * right behind its CONNECT head belong to the tunnel: they become
+	 * the first pending upstream bytes (held for the SNI check first).
+	 */
+	extra = c->h->len - c->h->req.head_len;
+	if (extra > 0) {
+		cap = c->cfg->sni_check ? SNIBUF : TUNBUF;
+		if (extra > cap)
+			cap = extra;
+		if ((c->c2u.buf = malloc(cap)) == NULL) {
+			conn_close(c, EG_END_ERROR);
+			return IO_DONE;
+		}
+		memcpy(c->c2u.buf, c->h->buf + c->h->req.head_len, extra);
+		c->c2u.off = 0;
+		c->c2u.len = extra;
+		if (!c->cfg->sni_check)
+			c->up += extra;
+	}
 	free(c->h);
 	c->h = NULL;
-	if (c->cfg->sni_check)
+	if (c->cfg->sni_check) {
 		conn_set_state(c, EG_CS_SNI);
-	else
+		if (extra > 0)
+			eg_timer_arm(c->w->loop, &c->tmo,
+			    c->cfg->header_timeout_ms);
+	} else
 		conn_set_state(c, EG_CS_TUNNEL);
 	return IO_OK;
 }

@@ -590,6 +590,7 @@ worker_accept(void *arg, uint32_t events)
 	struct eg_worker *w = lio->w;
 	struct sockaddr_storage ss;
 	socklen_t len;
+	uint64_t now, last;
 	size_t k;
 	int fd, i;
 
@@ -603,14 +604,26 @@ worker_accept(void *arg, uint32_t events)
 				continue;
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOBUFS || errno == ENOMEM) {
-				/* pause accepting instead of spinning */
-				if (!w->paused)
+				/*
+				 * Pause accepting instead of spinning on a
+				 * level-triggered listener; log at most once a
+				 * minute.  (An EPOLLEXCLUSIVE
+				 * registration cannot be modified, only
+				 * deleted and added again.)
+				 */
+				now = eg_loop_now(w->loop);
+				last = __atomic_load_n(&w->ex->accept_logged,
+				    __ATOMIC_RELAXED);
+				if ((last == 0 || now - last >= 60000) &&
+				    __atomic_compare_exchange_n(
+				    &w->ex->accept_logged, &last, now, 0,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 					eg_log(w->ex, EGRESS_LOG_WARN,
-					    "accept: %s; pausing for 200 ms",
-					    strerror(errno));
+					    "accept: %s; pausing new "
+					    "connections", strerror(errno));
 				w->paused = 1;
 				for (k = 0; k < w->nlio; k++)
-					eg_io_set(w->loop, &w->lio[k].io, 0);
+					eg_io_del(w->loop, &w->lio[k].io);
 				eg_timer_arm(w->loop, &w->accept_pause, 200);
 			}
 			return;

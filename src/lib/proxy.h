@@ -139,6 +139,8 @@ struct egress {
 	int64_t			 started_ms;
 
 	unsigned		 fd_limit;	/* RLIMIT_NOFILE soft limit */
+	uint64_t		 accept_logged;	/* atomic: loop ms of the
+						   last EMFILE message */
 	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
 	size_t			 nifaddrs;
 };
