@@ -31,6 +31,7 @@
 #define BUFPOOL_MAX	256
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
+#define PIPE_BYTES	(256 * 1024)	/* splice pipe capacity */
 #define SNIBUF		EG_SNI_BUF_MAX
 
 enum eg_cstate {
@@ -52,6 +53,8 @@ struct pend {				/* bytes read but not yet written */
 	size_t		 off, len;
 	int		 pipe[2];	/* spliced bytes; -1: no pipe */
 	size_t		 plen;		/* bytes sitting in the pipe */
+	int		 rd;		/* the source may have bytes to read */
+	int		 bulk;		/* full reads seen: splice, not copy */
 };
 
 /* The request head and its parse; released once a tunnel opens. */
@@ -198,7 +201,12 @@ pipe_get(struct eg_conn *c, struct pend *p)
 		p->pipe[1] = w->pipes[w->npipes][1];
 		return 0;
 	}
-	return pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC);
+	if (pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	/* a larger pipe moves bulk data in fewer calls; its pages are
+	 * only allocated while bytes sit in it */
+	fcntl(p->pipe[1], F_SETPIPE_SZ, PIPE_BYTES);
+	return 0;
 }
 
 /* An empty pipe goes back to the pool; a non-empty one is closed. */
@@ -278,6 +286,9 @@ conn_set_state(struct eg_conn *c, enum eg_cstate to)
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
+		/* no probing read: level-triggered epoll reports bytes
+		 * that are already waiting as soon as interest is set */
+		c->c2u.rd = c->u2c.rd = 0;
 		c->last = eg_loop_now(loop);
 		eg_timer_arm(loop, &c->tmo, c->cfg->idle_timeout_ms);
 		break;
@@ -383,7 +394,7 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
 		    status, text);
 	if (c->uio.fd != -1) {
-		eg_io_del(c->w->loop, &c->uio);
+		eg_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -763,7 +774,7 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	char body[512];
 
 	if (c->uio.fd != -1) {
-		eg_io_del(c->w->loop, &c->uio);
+		eg_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -860,7 +871,7 @@ conn_do_connecting(struct eg_conn *c, int writable)
 		conn_connected(c);
 		return IO_OK;
 	}
-	eg_io_del(c->w->loop, &c->uio);
+	eg_io_forget(&c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	if (conn_connect_next(c) == IO_OK)
@@ -901,17 +912,18 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 			}
 			p->plen -= (size_t)n;
 		}
-		if (*src_eof || rounds++ == 4) {
+		if (*src_eof || !p->rd || rounds++ == 4) {
 			pipe_put(c, p);
 			return IO_AGAIN;
 		}
 		if (pipe_get(c, p) == -1)
 			return IO_OK;
-		n = splice(src, NULL, p->pipe[1], NULL, 1 << 16, fl);
+		n = splice(src, NULL, p->pipe[1], NULL, PIPE_BYTES, fl);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN) {
+				p->rd = 0;
 				pipe_put(c, p);
 				return IO_AGAIN;
 			}
@@ -928,6 +940,11 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 		c->last = eg_loop_now(c->w->loop);
 		*count += (uint64_t)n;
 		p->plen = (size_t)n;
+		if (n < TUNBUF) {
+			/* small messages again: copying is cheaper */
+			p->bulk = 0;
+			p->rd = 0;
+		}
 	}
 }
 
@@ -955,7 +972,8 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		if (p->buf != NULL)
 			return IO_AGAIN;
 	}
-	if (limit == NULL && !c->nosplice && c->state == EG_CS_TUNNEL) {
+	if (limit == NULL && !c->nosplice && c->state == EG_CS_TUNNEL &&
+	    (p->bulk || p->plen > 0)) {
 		switch (pump_splice(c, src, dst, p, src_eof, count)) {
 		case IO_DONE:
 			c->end = c->end ? c->end : src_end;
@@ -967,7 +985,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 			goto out;
 		}
 	}
-	while (!*src_eof && rounds++ < 4) {
+	while (!*src_eof && p->rd && rounds++ < 4) {
 		if (limit != NULL && *limit == 0)
 			break;
 		/* never more than a pending buffer can hold, in case dst
@@ -979,8 +997,10 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				p->rd = 0;
 				break;
+			}
 			c->end = src_end;
 			return IO_DONE;
 		}
@@ -992,6 +1012,15 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		*count += (uint64_t)n;
 		if (limit != NULL && *limit > 0)
 			*limit -= n;
+		/*
+		 * A short read most likely emptied the socket: do not spend
+		 * a recv() to hear EAGAIN (level-triggered epoll tells us if
+		 * more came).  A full one suggests bulk: splice next time.
+		 */
+		if ((size_t)n < want)
+			p->rd = 0;
+		else if (limit == NULL)
+			p->bulk = 1;
 		m = send(dst, s, (size_t)n, MSG_NOSIGNAL);
 		if (m == -1) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -1488,7 +1517,7 @@ static void
 conn_reset_for_next(struct eg_conn *c)
 {
 	conn_emit_close(c, EG_END_DONE);
-	eg_io_del(c->w->loop, &c->uio);
+	eg_io_forget(&c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	free(c->f);
@@ -1516,12 +1545,12 @@ conn_close(struct eg_conn *c, enum eg_end end)
 		conn_emit_close(c, end);
 	eg_timer_stop(w->loop, &c->tmo);
 	if (c->cio.fd != -1) {
-		eg_io_del(w->loop, &c->cio);
+		eg_io_forget(&c->cio);
 		close(c->cio.fd);
 		c->cio.fd = -1;
 	}
 	if (c->uio.fd != -1) {
-		eg_io_del(w->loop, &c->uio);
+		eg_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -1600,7 +1629,8 @@ conn_cio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
-	(void)events;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		c->c2u.rd = 1;
 	conn_step(c);
 }
 
@@ -1609,6 +1639,8 @@ conn_uio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		c->u2c.rd = 1;
 	if (c->state == EG_CS_CONNECTING) {
 		c->in_step = 1;
 		if (conn_do_connecting(c, (events & (EPOLLOUT | EPOLLERR |

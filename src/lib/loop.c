@@ -229,6 +229,13 @@ eg_io_del(struct eg_loop *loop, struct eg_io *io)
 	io->events = 0;
 }
 
+void
+eg_io_forget(struct eg_io *io)
+{
+	io->added = 0;
+	io->events = 0;
+}
+
 /* --- timers: binary min-heap on (when), slots are 1-based --------------- */
 
 static void

@@ -53,6 +53,11 @@ void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
 /* Set the interest of io to events (0 removes it from epoll). */
 int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
 void		 eg_io_del(struct eg_loop *, struct eg_io *);
+/*
+ * The fd is about to be closed (and was never dup'ed): closing removes it
+ * from epoll, so only forget the registration, without a system call.
+ */
+void		 eg_io_forget(struct eg_io *);
 
 void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
 void		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
