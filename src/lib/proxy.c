@@ -570,6 +570,7 @@ bind_all(struct egress *ex, const struct eg_cfg *cfg, struct eg_lsock **out,
 			rc = bind_unix(ex, &ls[i], cfg->listen[i].text,
 			    cfg->unix_mode);
 		if (rc == -1) {
+			lsock_clear(&ls[i]);	/* its text */
 			while (i-- > 0)
 				lsock_clear(&ls[i]);
 			free(ls);
@@ -1112,6 +1113,7 @@ egress_reload(struct egress *ex, const char *by)
 		    bind_unix(ex, &nls[nn], cfg->listen[j].text,
 		    cfg->unix_mode)) == -1) {
 			/* ex->errmsg names the listener and the cause */
+			lsock_clear(&nls[nn]);
 			for (i = 0; i < nn; i++)
 				if (!nls[i].keep)
 					lsock_clear(&nls[i]);
