@@ -75,8 +75,9 @@ test)
 	build "$top/_build-asan" \
 	    CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDFLAGS="-fsanitize=address,undefined"
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 check "$top/_build-asan"
+	(export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	 check "$top/_build-asan")
 	# distcheck: the tarball builds and passes from a clean copy
 	dc=PASS
 	(cd "$top/_build" && make -j"$jobs" distcheck >distcheck.out 2>&1) || {
