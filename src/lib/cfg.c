@@ -875,6 +875,10 @@ cfg_reader(char *str, int num, void *arg)
 			}
 			v = "\001";
 			vlen = 1;
+			/* the handler takes the key from ps->key, so a long
+			 * key ([hosts] names) need not fit inih either */
+			k = "k";
+			klen = 1;
 		}
 		/* inih sees "key=value": nothing left for it to interpret. */
 		memcpy(str, k, klen);
