@@ -152,34 +152,11 @@ struct parse {
 
 static void	 free_listen(struct eg_listen *);
 
-/*
- * Quote untrusted text for a message: printable ASCII as is, anything
- * else \xNN, at most 80 bytes then "...".
- */
+/* Untrusted text for a message, at most 80 bytes (see eg_quote()). */
 static const char *
 quote(const char *s, size_t len, char *buf, size_t cap)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
-	unsigned char c;
-
-	for (i = 0; i < len && i < 80 && o + 5 < cap; i++) {
-		c = (unsigned char)s[i];
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			buf[o++] = (char)c;
-		} else {
-			buf[o++] = '\\';
-			buf[o++] = 'x';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 15];
-		}
-	}
-	if (i < len && o + 4 < cap) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-	return buf;
+	return eg_quote(s, len, 80, buf, cap);
 }
 
 /* Report a problem at the current line (or at line when > 0). */

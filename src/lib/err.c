@@ -73,3 +73,31 @@ eg_errs_join(const struct eg_errs *errs, char *buf, size_t len)
 		snprintf(buf + off, len - off, "\n(%zu more errors)",
 		    errs->dropped);
 }
+
+const char *
+eg_quote(const char *s, size_t len, size_t max, char *buf, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+	unsigned char c;
+
+	if (cap == 0)
+		return buf;
+	for (i = 0; i < len && i < max && o + 5 < cap; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			buf[o++] = (char)c;
+		} else {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (i < len && o + 4 < cap) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}

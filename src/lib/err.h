@@ -33,4 +33,12 @@ void	eg_errs_clear(struct eg_errs *);
 /* Join every message with '\n' into buf (always NUL-terminated). */
 void	eg_errs_join(const struct eg_errs *, char *, size_t);
 
+/*
+ * Quote untrusted text for a message: printable ASCII as is, anything
+ * else (and '\\') as \xNN, at most max bytes of s, then "...".  Writes
+ * into buf (always NUL-terminated) and returns it.
+ */
+const char *eg_quote(const char *s, size_t len, size_t max, char *buf,
+	    size_t cap);
+
 #endif

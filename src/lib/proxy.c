@@ -203,37 +203,36 @@ sa_port(const struct sockaddr *sa)
 	return -1;
 }
 
+/* The IPv4 address of sa, also inside a v4-mapped IPv6 address. */
+static int
+sa_v4(const struct sockaddr *sa, struct in_addr *v4)
+{
+	const struct in6_addr *a6;
+
+	if (sa->sa_family == AF_INET) {
+		*v4 = ((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+		return 1;
+	}
+	if (sa->sa_family != AF_INET6)
+		return 0;
+	a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	if (!IN6_IS_ADDR_V4MAPPED(a6))
+		return 0;
+	memcpy(v4, a6->s6_addr + 12, 4);
+	return 1;
+}
+
 /* Compare the addresses (not ports); v4-mapped v6 equals its v4. */
 static int
 sa_addr_eq(const struct sockaddr *a, const struct sockaddr *b)
 {
 	struct in_addr a4 = { 0 }, b4 = { 0 };
-	int ha = 0, hb = 0;
+	int ha = sa_v4(a, &a4), hb = sa_v4(b, &b4);
 
-	if (a->sa_family == AF_INET) {
-		a4 = ((const struct sockaddr_in *)(const void *)a)->sin_addr;
-		ha = 1;
-	} else if (a->sa_family == AF_INET6) {
-		const struct in6_addr *x = &((const struct sockaddr_in6 *)
-		    (const void *)a)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(x)) {
-			memcpy(&a4, x->s6_addr + 12, 4);
-			ha = 1;
-		}
-	}
-	if (b->sa_family == AF_INET) {
-		b4 = ((const struct sockaddr_in *)(const void *)b)->sin_addr;
-		hb = 1;
-	} else if (b->sa_family == AF_INET6) {
-		const struct in6_addr *y = &((const struct sockaddr_in6 *)
-		    (const void *)b)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(y)) {
-			memcpy(&b4, y->s6_addr + 12, 4);
-			hb = 1;
-		}
-	}
 	if (ha || hb)
 		return ha && hb && a4.s_addr == b4.s_addr;
+	if (a->sa_family != AF_INET6 || b->sa_family != AF_INET6)
+		return 0;
 	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)
 	    ->sin6_addr, &((const struct sockaddr_in6 *)(const void *)b)
 	    ->sin6_addr, 16) == 0;
