@@ -854,17 +854,24 @@ conn_connected(struct eg_conn *c)
 	conn_set_state(c, EG_CS_REPLYING);
 }
 
-/* Called on EPOLLOUT of the upstream socket while connecting. */
+/*
+ * Called on readiness of the upstream socket while connecting.  Writable
+ * without an error or hang-up means connected (no SO_ERROR query needed);
+ * otherwise SO_ERROR says why.
+ */
 static enum eg_io_res
-conn_do_connecting(struct eg_conn *c, int writable)
+conn_do_connecting(struct eg_conn *c, uint32_t events)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (!writable)
+	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0)
 		return IO_AGAIN;
-	if (getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+	if ((events & (EPOLLERR | EPOLLHUP)) != 0 &&
+	    getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
+	if ((events & (EPOLLERR | EPOLLHUP)) != 0 && err == 0)
+		err = ECONNREFUSED;	/* hung up without a pending error */
 	if (err == 0) {
 		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
 		    eg_clock_us() - c->t_start);
@@ -1643,8 +1650,7 @@ conn_uio(void *arg, uint32_t events)
 		c->u2c.rd = 1;
 	if (c->state == EG_CS_CONNECTING) {
 		c->in_step = 1;
-		if (conn_do_connecting(c, (events & (EPOLLOUT | EPOLLERR |
-		    EPOLLHUP)) != 0) == IO_AGAIN) {
+		if (conn_do_connecting(c, events) == IO_AGAIN) {
 			c->in_step = 0;
 			if (c->state != EG_CS_DEAD)
 				conn_interest(c);
@@ -1736,7 +1742,6 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	struct egress *ex = w->ex;
 	struct eg_conn *c;
 	unsigned active;
-	int one = 1;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		close(fd);
@@ -1755,8 +1760,6 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);
 	conn_client_text(c, sa);
-	if (sa->sa_family != AF_UNIX)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pthread_rwlock_rdlock(&ex->lock);
 	c->cfg = ex->cfg;
 	eg_cfg_ref(c->cfg);

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <time.h>
@@ -473,6 +474,8 @@ bind_tcp(struct egress *ex, struct eg_lsock *ls, const struct eg_listen *l)
 	if (fd == -1)
 		return set_err(ex, "listen %s: %s", l->text, strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* accepted sockets inherit it: no setsockopt per connection */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (l->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)&l->ss, l->sslen) == -1 ||
