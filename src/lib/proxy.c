@@ -614,10 +614,12 @@ worker_accept(void *arg, uint32_t events)
 				 * registration cannot be modified, only
 				 * deleted and added again.)
 				 */
-				now = eg_loop_now(w->loop);
+				/* one clock for every worker; loops' cached
+				 * times differ and must not underflow */
+				now = eg_clock_ms();
 				last = __atomic_load_n(&w->ex->accept_logged,
 				    __ATOMIC_RELAXED);
-				if ((last == 0 || now - last >= 60000) &&
+				if ((last == 0 || now >= last + 60000) &&
 				    __atomic_compare_exchange_n(
 				    &w->ex->accept_logged, &last, now, 0,
 				    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
