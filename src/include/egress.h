@@ -137,8 +137,8 @@ EGRESS_API int	egress_subscribe(struct egress *ex, egress_event_cb cb,
 
 /* Bind every listener and open the audit log.  Nothing runs yet. */
 EGRESS_API int	egress_start(struct egress *ex);
-/* Run the event loops in the calling thread (plus workers - 1 threads)
- * until egress_stop(). */
+/* Run the proxy until egress_stop(): starts the loop threads (one per
+ * worker) and waits for them; the calling thread only waits. */
 EGRESS_API int	egress_run(struct egress *ex);
 /* Run the event loops on threads of their own; returns at once. */
 EGRESS_API int	egress_run_thread(struct egress *ex);
