@@ -96,29 +96,15 @@ jb_u64(struct jb *j, uint64_t v)
 	jb_raw(j, b, (size_t)n);
 }
 
-/* A JSON string: quotes, backslashes, control and 8-bit bytes escaped. */
+/* A JSON string (eg_json_escape(), as the audit log writes them). */
 static void
 jb_str(struct jb *j, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
 	char e[6];
-	unsigned char ch;
 
 	jb_raw(j, "\"", 1);
-	for (; s != NULL && *s != '\0'; s++) {
-		ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			e[0] = '\\';
-			e[1] = (char)ch;
-			jb_raw(j, e, 2);
-		} else if (ch < 0x20 || ch >= 0x7f) {
-			memcpy(e, "\\u00", 4);
-			e[4] = hex[ch >> 4];
-			e[5] = hex[ch & 15];
-			jb_raw(j, e, 6);
-		} else
-			jb_raw(j, s, 1);
-	}
+	for (; s != NULL && *s != '\0'; s++)
+		jb_raw(j, e, eg_json_escape((unsigned char)*s, e));
 	jb_raw(j, "\"", 1);
 }
 
@@ -794,40 +780,13 @@ static int
 listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
 {
 	struct sockaddr_storage ss;
-	struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)(void *)&ss;
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *colon, *h;
-	size_t hlen;
-	uint64_t port;
 	socklen_t sl;
 	int fd, one = 1;
 
 	memset(&ss, 0, sizeof(ss));
-	if ((colon = strrchr(text, ':')) == NULL ||
-	    parse_u64(colon + 1, &port) == -1 || port == 0 || port > 65535)
+	if (eg_cfg_parse_addr(text, strlen(text), &ss, &sl) == -1)
 		return eg_err_set(err, EINVAL, "admin %s: expected ADDR:PORT",
 		    text);
-	h = text;
-	hlen = (size_t)(colon - text);
-	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-		h++;
-		hlen -= 2;
-	}
-	if (hlen >= sizeof(host))
-		return eg_err_set(err, EINVAL, "admin %s: bad address", text);
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		sl = sizeof(*sin);
-	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		sl = sizeof(*sin6);
-	} else
-		return eg_err_set(err, EINVAL, "admin %s: bad address", text);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return eg_err_set(err, errno, "admin %s: %s", text,

@@ -220,29 +220,34 @@ out_text_val(struct out *o, const char *s)
 	}
 }
 
-/* JSON strings: escapes per RFC 8259; bytes >= 0x80 become \u00XX so the
- * line stays valid UTF-8 whatever a client sent. */
+size_t
+eg_json_escape(unsigned char ch, char out[6])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (ch == '"' || ch == '\\') {
+		out[0] = '\\';
+		out[1] = (char)ch;
+		return 2;
+	}
+	if (ch >= 0x20 && ch < 0x7f) {
+		out[0] = (char)ch;
+		return 1;
+	}
+	memcpy(out, "\\u00", 4);
+	out[4] = hex[ch >> 4];
+	out[5] = hex[ch & 15];
+	return 6;
+}
+
 static void
 out_json_str(struct out *o, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	char e[6] = { '\\', 'u', '0', '0', 0, 0 };
-	unsigned char ch;
+	char e[6];
 
 	out_raw(o, "\"", 1);
-	for (; s != NULL && *s != '\0'; s++) {
-		ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			out_raw(o, "\\", 1);
-			out_raw(o, s, 1);
-		} else if (ch >= 0x20 && ch < 0x7f)
-			out_raw(o, s, 1);
-		else {
-			e[4] = hex[ch >> 4];
-			e[5] = hex[ch & 15];
-			out_raw(o, e, 6);
-		}
-	}
+	for (; s != NULL && *s != '\0'; s++)
+		out_raw(o, e, eg_json_escape((unsigned char)*s, e));
 	out_raw(o, "\"", 1);
 }
 

@@ -320,6 +320,13 @@ parse_ipport(const char *s, size_t len, uint16_t dflt,
 	return 0;
 }
 
+int
+eg_cfg_parse_addr(const char *s, size_t len, struct sockaddr_storage *ss,
+    socklen_t *sslen)
+{
+	return parse_ipport(s, len, 0, ss, sslen);
+}
+
 static int
 valid_phase_name(const char *s, size_t len)
 {

@@ -89,6 +89,13 @@ int		 eg_cfg_override(struct eg_cfg *, const char *key,
 /* Checks that need the whole snapshot (the initial phase exists, ...). */
 int		 eg_cfg_check(const struct eg_cfg *, struct eg_errs *errs);
 
+/*
+ * Parse "ADDR:PORT" ("[v6]:PORT" for IPv6; the port is required) into a
+ * socket address.  The grammar of listen = and of a TCP admin =.
+ */
+int		 eg_cfg_parse_addr(const char *s, size_t len,
+		    struct sockaddr_storage *ss, socklen_t *sslen);
+
 void		 eg_cfg_ref(struct eg_cfg *);
 void		 eg_cfg_unref(struct eg_cfg *);	/* frees at zero; NULL ok */
 
