@@ -54,6 +54,8 @@ struct pend {				/* bytes read but not yet written */
 	int		 pipe[2];	/* spliced bytes; -1: no pipe */
 	size_t		 plen;		/* bytes sitting in the pipe */
 	int		 rd;		/* the source may have bytes to read */
+	int		 hup;		/* the source's FIN is queued (EPOLLRDHUP):
+					   a short read reaches it */
 	int		 bulk;		/* full reads seen: splice, not copy */
 };
 
@@ -281,7 +283,12 @@ conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
 		break;
 	case EG_CS_CONNECTING:
+		c->c2u.rd = 0;	/* see conn_interest() */
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+		break;
+	case EG_CS_RESOLVING:
+		c->c2u.rd = 0;
+		eg_timer_stop(loop, &c->tmo);
 		break;
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
@@ -311,13 +318,22 @@ conn_interest(struct eg_conn *c)
 	switch (c->state) {
 	case EG_CS_HEAD:
 	case EG_CS_LINGER:
-		ce = EPOLLIN;
+		ce = EPOLLIN | EPOLLRDHUP;
 		break;
-	case EG_CS_RESOLVING:
 	case EG_CS_DEAD:
 		break;
+	case EG_CS_RESOLVING:
 	case EG_CS_CONNECTING:
-		ue = EPOLLOUT;
+		/*
+		 * The client waits for our answer.  Its interest stays as
+		 * it was (no epoll_ctl per request) until it sends or
+		 * closes; then it is muted, the bytes left unread until
+		 * the tunnel opens.
+		 */
+		if (!c->c2u.rd)
+			ce = EPOLLIN | EPOLLRDHUP;
+		if (c->state == EG_CS_CONNECTING)
+			ue = EPOLLOUT;
 		break;
 	case EG_CS_REPLYING:
 		ce = EPOLLOUT;
@@ -329,12 +345,12 @@ conn_interest(struct eg_conn *c)
 			ce |= EPOLLOUT;
 		else if (!c->u_eof && c->uio.fd != -1 &&
 		    !(c->state == EG_CS_FORWARD && c->f->resp_done))
-			ue |= EPOLLIN;
+			ue |= EPOLLIN | EPOLLRDHUP;
 		if (pend_busy(&c->c2u) && c->state != EG_CS_SNI)
 			ue |= EPOLLOUT;
 		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
 		    c->f->req_done))
-			ce |= EPOLLIN;
+			ce |= EPOLLIN | EPOLLRDHUP;
 		break;
 	}
 	if (c->cio.fd != -1)
@@ -763,6 +779,7 @@ conn_connect_next(struct eg_conn *c)
 			continue;
 		}
 		eg_io_init(&c->uio, fd, conn_uio, c);
+		c->u2c.rd = c->u2c.hup = 0;
 		return IO_OK;
 	}
 	return IO_DONE;
@@ -958,16 +975,17 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 /*
  * Move bytes from src to dst: read into the worker's scratch buffer, write
  * at once, and keep only what dst would not take (then stop reading src
- * until it drains: backpressure).  Returns IO_DONE when the tunnel must
- * end (c->end set), else IO_AGAIN.
+ * until it drains: backpressure).  At src's EOF, dst's write side is shut
+ * once everything is through, unless dst_eof says dst has ended too (the
+ * tunnel is about to close, and close(2) sends the FIN).  Returns IO_DONE
+ * when the tunnel must end (c->end set), else IO_AGAIN.
  */
 static enum eg_io_res
 pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
-    int *dst_wshut, uint64_t *count, enum eg_end src_end,
-    enum eg_end dst_end, int64_t *limit)
+    int dst_eof, int *dst_wshut, uint64_t *count, enum eg_end src_end,
+    enum eg_end dst_end)
 {
 	uint8_t *s = c->w->scratch;
-	size_t want;
 	ssize_t n, m;
 	int rounds = 0;
 
@@ -979,7 +997,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		if (p->buf != NULL)
 			return IO_AGAIN;
 	}
-	if (limit == NULL && !c->nosplice && c->state == EG_CS_TUNNEL &&
+	if (!c->nosplice && c->state == EG_CS_TUNNEL &&
 	    (p->bulk || p->plen > 0)) {
 		switch (pump_splice(c, src, dst, p, src_eof, count)) {
 		case IO_DONE:
@@ -993,14 +1011,9 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		}
 	}
 	while (!*src_eof && p->rd && rounds++ < 4) {
-		if (limit != NULL && *limit == 0)
-			break;
 		/* never more than a pending buffer can hold, in case dst
 		 * takes none of it */
-		want = TUNBUF;
-		if (limit != NULL && *limit > 0 && (uint64_t)*limit < want)
-			want = (size_t)*limit;
-		n = recv(src, s, want, 0);
+		n = recv(src, s, TUNBUF, 0);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -1017,16 +1030,17 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		}
 		c->last = eg_loop_now(c->w->loop);
 		*count += (uint64_t)n;
-		if (limit != NULL && *limit > 0)
-			*limit -= n;
 		/*
-		 * A short read most likely emptied the socket: do not spend
-		 * a recv() to hear EAGAIN (level-triggered epoll tells us if
-		 * more came).  A full one suggests bulk: splice next time.
+		 * A short read emptied the socket: do not spend a recv() to
+		 * hear EAGAIN (level-triggered epoll tells us if more came),
+		 * nor one to hear the EOF of a FIN already queued behind
+		 * these bytes.  A full read suggests bulk: splice next time.
 		 */
-		if ((size_t)n < want)
+		if (n < TUNBUF) {
 			p->rd = 0;
-		else if (limit == NULL)
+			if (p->hup)
+				*src_eof = 1;
+		} else
 			p->bulk = 1;
 		m = send(dst, s, (size_t)n, MSG_NOSIGNAL);
 		if (m == -1) {
@@ -1046,7 +1060,8 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		}
 	}
 out:
-	if (*src_eof && !*dst_wshut && !pend_busy(p)) {
+	/* pass the EOF on, unless dst ended too: then close() says it */
+	if (*src_eof && !dst_eof && !*dst_wshut && !pend_busy(p)) {
 		shutdown(dst, SHUT_WR);
 		*dst_wshut = 1;
 	}
@@ -1056,12 +1071,12 @@ out:
 static enum eg_io_res
 conn_do_tunnel(struct eg_conn *c)
 {
-	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, &c->u_wshut,
-	    &c->up, EG_END_CLIENT_CLOSED, EG_END_UPSTREAM_CLOSED,
-	    NULL) == IO_DONE ||
-	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, &c->c_wshut,
-	    &c->down, EG_END_UPSTREAM_CLOSED, EG_END_CLIENT_CLOSED,
-	    NULL) == IO_DONE) {
+	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
+	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED,
+	    EG_END_UPSTREAM_CLOSED) == IO_DONE ||
+	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
+	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
+	    EG_END_CLIENT_CLOSED) == IO_DONE) {
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
@@ -1089,9 +1104,9 @@ conn_do_sni(struct eg_conn *c)
 	size_t nlen = 0;
 	ssize_t n;
 
-	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, &c->c_wshut,
-	    &c->down, EG_END_UPSTREAM_CLOSED, EG_END_CLIENT_CLOSED,
-	    NULL) == IO_DONE) {
+	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
+	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
+	    EG_END_CLIENT_CLOSED) == IO_DONE) {
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
@@ -1638,6 +1653,8 @@ conn_cio(void *arg, uint32_t events)
 
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 		c->c2u.rd = 1;
+	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
+		c->c2u.hup = 1;
 	conn_step(c);
 }
 
@@ -1648,6 +1665,8 @@ conn_uio(void *arg, uint32_t events)
 
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 		c->u2c.rd = 1;
+	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
+		c->u2c.hup = 1;
 	if (c->state == EG_CS_CONNECTING) {
 		c->in_step = 1;
 		if (conn_do_connecting(c, events) == IO_AGAIN) {
