@@ -4,16 +4,20 @@
 # mode is measured, and the proxy is stopped. Prints a markdown table of
 # medians with ratios against direct and against egressd.
 #
+# "floor" (bench/floor.c) is the cheapest CONNECT proxy we could write: no
+# policy, no log, nothing but the system calls any proxy makes. It is not
+# a peer; it shows how close to the machine's limit each proxy comes.
+#
 # Everything listens on 127.0.0.1 only. Needs: `make -C bench`, the
 # tinyproxy and squid Debian packages, root (Squid drops to cache_effective_user,
 # tinyproxy to its User). Tunables (environment):
 #   EGRESSD      egressd binary (default ../src/egressd/egressd from bench/)
 #   REPS         repetitions (3)        DUR       seconds per timed mode (10)
-#   PROXIES      "direct egressd tinyproxy squid"
+#   PROXIES      "direct floor egressd tinyproxy squid"
 #   MODES        "rate rr bulk1 bulk8 up1 idle" (idle last: closing
 #                9,000 tunnels keeps a logging peer busy for a while)
 #   IDLE_EGRESSD / IDLE_TINYPROXY / IDLE_SQUID   idle tunnels (9000 each)
-#   PORT_BASE    first port used (23100; uses PORT_BASE..PORT_BASE+12);
+#   PORT_BASE    first port used (23100; uses PORT_BASE..PORT_BASE+13);
 #                keep it below the ephemeral range (ip_local_port_range),
 #                or a client socket may hold a port a listener needs
 #   BENCH_TMP    where the temp dir (configs, logs) goes (/tmp)
@@ -25,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 EGRESSD=${EGRESSD:-$here/../src/egressd/egressd}
 REPS=${REPS:-3}
 DUR=${DUR:-10}
-PROXIES=${PROXIES:-"direct egressd tinyproxy squid"}
+PROXIES=${PROXIES:-"direct floor egressd tinyproxy squid"}
 MODES=${MODES:-"rate rr bulk1 bulk8 up1 idle"}
 IDLE_EGRESSD=${IDLE_EGRESSD:-9000}
 IDLE_TINYPROXY=${IDLE_TINYPROXY:-9000}
@@ -40,8 +44,10 @@ P_SINK=$((PORT_BASE + 3))
 P_EGRESSD=$((PORT_BASE + 10))
 P_TINYPROXY=$((PORT_BASE + 11))
 P_SQUID=$((PORT_BASE + 12))
+P_FLOOR=$((PORT_BASE + 13))
 
 LOADGEN=$here/loadgen
+FLOOR=$here/floor
 UPSTREAM=$here/upstream
 
 log() { echo "compare: $*" >&2; }
@@ -81,14 +87,14 @@ wait_port() {
 }
 
 read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range
-if [ "$((PORT_BASE + 12))" -ge "$eph_lo" ] && [ "$PORT_BASE" -le "$eph_hi" ]
+if [ "$((PORT_BASE + 13))" -ge "$eph_lo" ] && [ "$PORT_BASE" -le "$eph_hi" ]
 then
 	log "warning: ports $PORT_BASE.. overlap the ephemeral range" \
 	    "$eph_lo-$eph_hi"
 fi
 
 for p in $P_ECHO $P_HTTP $P_SOURCE $P_SINK $P_EGRESSD $P_TINYPROXY \
-    $P_SQUID; do
+    $P_SQUID $P_FLOOR; do
 	if port_in_use "$p"; then
 		log "port $p is in use; set PORT_BASE"
 		exit 1
@@ -99,7 +105,7 @@ done
 run_list=
 for px in $PROXIES; do
 	case $px in
-	direct) ;;
+	direct|floor) ;;
 	egressd)
 		if [ ! -x "$EGRESSD" ]; then
 			log "skipping egressd: $EGRESSD not built"
@@ -188,6 +194,10 @@ EOF
 
 start_proxy() {
 	case $1 in
+	floor)
+		"$FLOOR" --listen "$P_FLOOR" >"$tmp/floor.out" 2>&1 &
+		proxy_pid=$!
+		port=$P_FLOOR ;;
 	egressd)
 		write_egressd_conf
 		"$tmp/egressd-bin" -c "$tmp/egressd.ini" \
@@ -244,12 +254,15 @@ run_mode() {
 			 host=127.0.0.1 ;;
 		squid) via="--proxy tcp:127.0.0.1:$P_SQUID"
 			 host=127.0.0.1 ;;
+		floor) via="--proxy tcp:127.0.0.1:$P_FLOOR"
+			 host=127.0.0.1 ;;
 		esac
 	fi
 	case $mode in
 	idle)
 		[ "$px" = direct ] && return 0
 		case $px in
+		floor) idle=$IDLE_EGRESSD ;;
 		egressd) idle=$IDLE_EGRESSD ;;
 		tinyproxy) idle=$IDLE_TINYPROXY ;;
 		squid) idle=$IDLE_SQUID ;;
@@ -397,4 +410,52 @@ END {
 			    fmt(v), extra, ratio(v, d), ratio(v, e)
 		}
 	}
+	# the targets of issue 6, from the same medians
+	print ""
+	print "| target | egressd | bound | ratio | met |"
+	print "|---|---:|---:|---:|---|"
+	target("rate", "tunnels_per_s", "tunnels/s >= 3x the better peer",
+	    "peer", "max", 3)
+	target("rate", "c2fb_p99_us",
+	    "CONNECT-to-first-byte p99 <= 1/2 the better peer", "peer",
+	    "min", 0.5)
+	target("rr", "reqs_per_s", "round trips/s >= 2x the better peer",
+	    "peer", "max", 2)
+	target("bulk1", "mb_per_s", "bulk, 1 tunnel >= 0.8x direct",
+	    "direct", "max", 0.8)
+	target("bulk8", "mb_per_s", "bulk, 8 tunnels >= 0.8x direct",
+	    "direct", "max", 0.8)
+	target("idle", "kib_per_tunnel", "idle RSS per tunnel <= 4 KiB",
+	    "const", "min", 4)
+}
+# target(...): the egressd median against the bound: the better of the peers
+# (tinyproxy, squid), direct, or a constant; "max" means more is better.
+function target(mode, metric, title, against, better, factor,
+    e, b, v, q, ok, r) {
+	if (!cnt[mode, "egressd", metric])
+		return
+	e = median(mode SUBSEP "egressd" SUBSEP metric)
+	b = ""
+	if (against == "const")
+		b = 1
+	else if (against == "direct") {
+		if (cnt[mode, "direct", metric])
+			b = median(mode SUBSEP "direct" SUBSEP metric)
+	} else {
+		split("tinyproxy squid", q, " ")
+		for (r = 1; r <= 2; r++) {
+			if (!cnt[mode, q[r], metric])
+				continue
+			v = median(mode SUBSEP q[r] SUBSEP metric)
+			if (b == "" || (better == "max" ? v > b : v < b))
+				b = v
+		}
+	}
+	if (b == "" || b == 0) {
+		printf "| %s | %s | n/a | - | - |\n", title, fmt(e)
+		return
+	}
+	ok = better == "max" ? e >= factor * b : e <= factor * b
+	printf "| %s | %s | %s | %.2f | %s |\n", title, fmt(e),
+	    against == "const" ? "-" : fmt(b), e / b, ok ? "yes" : "**no**"
 }' "$tmp/results"

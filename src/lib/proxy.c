@@ -586,6 +586,14 @@ bind_all(struct egress *ex, const struct eg_cfg *cfg, struct eg_lsock **out,
 
 /* --- workers ----------------------------------------------------------------- */
 
+/*
+ * Accept a few connections per wake-up, not the whole queue: each one is
+ * read and decided at once, and a long burst would hold back the replies
+ * and bytes of the connections already open (the listener is
+ * level-triggered, so the rest come on the next turn of the loop).
+ */
+#define ACCEPT_BATCH	8
+
 static void
 worker_accept(void *arg, uint32_t events)
 {
@@ -598,7 +606,7 @@ worker_accept(void *arg, uint32_t events)
 	int fd, i;
 
 	(void)events;
-	for (i = 0; i < 64; i++) {
+	for (i = 0; i < ACCEPT_BATCH; i++) {
 		len = sizeof(ss);
 		fd = accept4(lio->ls->fd, (struct sockaddr *)&ss, &len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
