@@ -188,10 +188,14 @@ out_str(struct out *o, const char *s)
 static void
 out_u64(struct out *o, uint64_t v)
 {
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	char b[20];
+	size_t i = sizeof(b);
 
-	out_raw(o, b, (size_t)n);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	out_raw(o, b + i, sizeof(b) - i);
 }
 
 /* Text values: every byte outside '!'..'~', and '\', '"', become \xHH. */
@@ -199,6 +203,7 @@ static void
 out_text_val(struct out *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
+	const char *run;
 	char e[4];
 	unsigned char ch;
 
@@ -206,17 +211,19 @@ out_text_val(struct out *o, const char *s)
 		out_raw(o, "-", 1);
 		return;
 	}
-	for (; *s != '\0'; s++) {
-		ch = (unsigned char)*s;
-		if (ch > ' ' && ch < 0x7f && ch != '\\' && ch != '"') {
-			out_raw(o, s, 1);
-			continue;
-		}
+	for (;;) {
+		for (run = s; (ch = (unsigned char)*s) > ' ' && ch < 0x7f &&
+		    ch != '\\' && ch != '"'; s++)
+			;
+		out_raw(o, run, (size_t)(s - run));
+		if (ch == '\0')
+			return;
 		e[0] = '\\';
 		e[1] = 'x';
 		e[2] = hex[ch >> 4];
 		e[3] = hex[ch & 15];
 		out_raw(o, e, 4);
+		s++;
 	}
 }
 
@@ -243,26 +250,56 @@ eg_json_escape(unsigned char ch, char out[6])
 static void
 out_json_str(struct out *o, const char *s)
 {
+	const char *run;
 	char e[6];
+	unsigned char ch;
 
 	out_raw(o, "\"", 1);
-	for (; s != NULL && *s != '\0'; s++)
-		out_raw(o, e, eg_json_escape((unsigned char)*s, e));
+	while (s != NULL && *s != '\0') {
+		for (run = s; (ch = (unsigned char)*s) >= 0x20 && ch < 0x7f &&
+		    ch != '"' && ch != '\\'; s++)
+			;
+		out_raw(o, run, (size_t)(s - run));
+		if (ch == '\0')
+			break;
+		out_raw(o, e, eg_json_escape(ch, e));
+		s++;
+	}
 	out_raw(o, "\"", 1);
 }
 
+/*
+ * 2026-11-29T21:13:05.123Z.  The text up to the seconds is kept per thread
+ * and made again only when the second changes.
+ */
 static void
 out_ts(struct out *o, int64_t ms)
 {
+	static __thread time_t last = -1;
+	static __thread char sec[32];
+	static __thread size_t nsec;
+	time_t t;
 	struct tm tm;
-	time_t t = (time_t)(ms / 1000);
-	char b[40];
-	size_t n;
+	char frac[5];
+	int f;
 
-	gmtime_r(&t, &tm);
-	n = strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	n += (size_t)snprintf(b + n, sizeof(b) - n, ".%03dZ", (int)(ms % 1000));
-	out_raw(o, b, n);
+	if (ms < 0)
+		ms = 0;
+	t = (time_t)(ms / 1000);
+	f = (int)(ms % 1000);
+
+	if (t != last) {
+		gmtime_r(&t, &tm);
+		nsec = strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
+		last = t;
+	}
+	out_raw(o, sec, nsec);
+	frac[0] = '.';
+	frac[1] = (char)('0' + f / 100);
+	frac[2] = (char)('0' + f / 10 % 10);
+	frac[3] = (char)('0' + f % 10);
+	frac[4] = 'Z';
+	out_raw(o, frac, sizeof(frac));
 }
 
 /* One key=value (text) or ,"key":value (JSON); NULL strings are skipped. */

@@ -29,6 +29,13 @@
 
 #define TUNBUF		16384		/* a pending buffer per direction */
 #define BUFPOOL_MAX	256
+#ifdef __SANITIZE_ADDRESS__
+#define CONNPOOL_MAX	0		/* ASan sees every use after free */
+#define HEADPOOL_MAX	0
+#else
+#define CONNPOOL_MAX	256		/* freed connections kept for reuse */
+#define HEADPOOL_MAX	64		/* and request head buffers */
+#endif
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 #define PIPE_BYTES	(256 * 1024)	/* splice pipe capacity */
@@ -61,8 +68,12 @@ struct pend {				/* bytes read but not yet written */
 
 /* The request head and its parse; released once a tunnel opens. */
 struct head {
+	struct head	*next;		/* in the worker's pool */
+	size_t		 cap;		/* of buf: max_header_bytes */
 	size_t		 len, scan;
 	struct eg_req	 req;
+	struct sockaddr_storage addrs[EG_DNS_MAXADDR];	/* to connect to */
+	size_t		 naddr, ai;	/* how many; the next to try */
 	uint8_t		 buf[];		/* max_header_bytes */
 };
 
@@ -108,8 +119,6 @@ struct eg_conn {
 	const struct eg_rule	*rule;
 	int			 report;
 	int			 trusted;	/* addresses the operator wrote */
-	struct sockaddr_storage	 addrs[EG_DNS_MAXADDR];
-	size_t			 naddr, ai;
 	char			 addr[INET6_ADDRSTRLEN];
 	int			 dns_pending, dns_done, in_step;
 	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */
@@ -172,6 +181,42 @@ buf_put(struct eg_worker *w, uint8_t *b)
 	*(void **)b = w->bufpool;
 	w->bufpool = b;
 	w->nbufpool++;
+}
+
+/* An empty head buffer of cap bytes: from the worker's pool, else new. */
+static struct head *
+head_get(struct eg_worker *w, size_t cap)
+{
+	struct head *h;
+
+	while ((h = w->headpool) != NULL) {
+		w->headpool = h->next;
+		w->nheadpool--;
+		if (h->cap == cap)	/* else from before a reload */
+			break;
+		free(h);
+	}
+	if (h == NULL && (h = malloc(sizeof(*h) + cap)) == NULL)
+		return NULL;
+	h->cap = cap;
+	h->len = h->scan = 0;
+	h->req.host.len = 0;
+	h->req.port = 0;
+	return h;
+}
+
+static void
+head_put(struct eg_worker *w, struct head *h)
+{
+	if (h == NULL)
+		return;
+	if (w->nheadpool >= HEADPOOL_MAX) {
+		free(h);
+		return;
+	}
+	h->next = w->headpool;
+	w->headpool = h;
+	w->nheadpool++;
 }
 
 static void
@@ -574,7 +619,7 @@ conn_do_head(struct eg_conn *c)
 	struct head *h = c->h;
 	enum eg_parse r;
 	const char *why = "malformed request";
-	size_t cap = c->cfg->max_header_bytes, hl;
+	size_t cap = h->cap, hl;	/* c->cfg may be newer than h */
 	ssize_t n;
 
 	for (;;) {
@@ -650,7 +695,8 @@ static void	conn_dns_done(void *, int, const char *,
 static void
 conn_decide(struct eg_conn *c)
 {
-	const struct eg_req *q = &c->h->req;
+	struct head *h = c->h;
+	const struct eg_req *q = &h->req;
 	const struct eg_pin *pin;
 	struct sockaddr_in *s4;
 	struct sockaddr_in6 *s6;
@@ -667,32 +713,32 @@ conn_decide(struct eg_conn *c)
 		conn_policy_refusal(c, m, phase);
 		return;
 	}
-	c->naddr = c->ai = 0;
+	h->naddr = h->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
 	switch (q->host.kind) {
 	case EG_HOST_V4:
-		s4 = (struct sockaddr_in *)&c->addrs[0];
-		memset(&c->addrs[0], 0, sizeof(c->addrs[0]));
+		s4 = (struct sockaddr_in *)&h->addrs[0];
+		memset(&h->addrs[0], 0, sizeof(h->addrs[0]));
 		s4->sin_family = AF_INET;
 		s4->sin_addr = q->host.ip.v4;
-		c->naddr = 1;
+		h->naddr = 1;
 		c->trusted = !c->report;
 		break;
 	case EG_HOST_V6:
-		s6 = (struct sockaddr_in6 *)&c->addrs[0];
-		memset(&c->addrs[0], 0, sizeof(c->addrs[0]));
+		s6 = (struct sockaddr_in6 *)&h->addrs[0];
+		memset(&h->addrs[0], 0, sizeof(h->addrs[0]));
 		s6->sin6_family = AF_INET6;
 		s6->sin6_addr = q->host.ip.v6;
-		c->naddr = 1;
+		h->naddr = 1;
 		c->trusted = !c->report;
 		break;
 	case EG_HOST_NAME:
 		pin = eg_cfg_pin(c->cfg, &q->host);
 		if (pin != NULL) {
-			c->naddr = pin->naddr < EG_DNS_MAXADDR ? pin->naddr :
-			    EG_DNS_MAXADDR;
-			memcpy(c->addrs, pin->addr,
-			    c->naddr * sizeof(c->addrs[0]));
+			h->naddr = pin->naddr < EG_DNS_MAXADDR ?
+			    pin->naddr : EG_DNS_MAXADDR;
+			memcpy(h->addrs, pin->addr,
+			    h->naddr * sizeof(h->addrs[0]));
 			c->trusted = 1;
 			break;
 		}
@@ -725,8 +771,8 @@ conn_dns_done(void *arg, int status, const char *reason,
 	snprintf(c->dns_reason, sizeof(c->dns_reason), "%s",
 	    reason ? reason : "");
 	if (status == 0) {
-		memcpy(c->addrs, addrs, n * sizeof(addrs[0]));
-		c->naddr = n;
+		memcpy(c->h->addrs, addrs, n * sizeof(addrs[0]));
+		c->h->naddr = n;
 	}
 	if (!c->in_step)
 		conn_step(c);
@@ -762,11 +808,12 @@ conn_is_loop(void *arg, const struct sockaddr *sa)
 static enum eg_io_res
 conn_connect_next(struct eg_conn *c)
 {
+	struct head *h = c->h;
 	struct sockaddr_storage *ss;
 	int fd, one = 1;
 
-	while (c->ai < c->naddr) {
-		ss = &c->addrs[c->ai++];
+	while (h->ai < h->naddr) {
+		ss = &h->addrs[h->ai++];
 		sa_text(ss, c->addr, sizeof(c->addr));
 		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
@@ -836,8 +883,9 @@ conn_do_resolving(struct eg_conn *c)
 		conn_fail(c, EG_R_DNS_FAILURE);
 		return IO_OK;
 	}
-	switch (eg_addr_select(c->addrs, c->naddr, c->port,
-	    c->cfg->deny_private, c->trusted, conn_is_loop, c->ex, &c->naddr)) {
+	switch (eg_addr_select(c->h->addrs, c->h->naddr, c->port,
+	    c->cfg->deny_private, c->trusted, conn_is_loop, c->ex,
+	    &c->h->naddr)) {
 	case EG_SELECT_OK:
 		break;
 	case EG_SELECT_LOOP:
@@ -1196,7 +1244,7 @@ conn_do_replying(struct eg_conn *c)
 		if (!c->cfg->sni_check)
 			c->up += extra;
 	}
-	free(c->h);
+	head_put(c->w, c->h);
 	c->h = NULL;
 	if (c->cfg->sni_check) {
 		conn_set_state(c, EG_CS_SNI);
@@ -1315,6 +1363,10 @@ fwd_request(struct eg_conn *c)
 
 		if (!f->req_chunked && (uint64_t)f->req_left < want)
 			want = (size_t)f->req_left;
+		/* what follows the last chunk is the next request's head,
+		 * kept in c->h: never read more than it holds */
+		if (f->req_chunked && c->h->cap < want)
+			want = c->h->cap;
 		n = recv(c->cio.fd, s, want, 0);
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -1330,7 +1382,7 @@ fwd_request(struct eg_conn *c)
 			if (k < 0)
 				return IO_DONE;
 			/* bytes past the body: the next request's head */
-			if (k < n && c->h != NULL) {
+			if (k < n) {
 				memcpy(c->h->buf, s + k, (size_t)(n - k));
 				c->h->len = (size_t)(n - k);
 			}
@@ -1593,17 +1645,57 @@ conn_close(struct eg_conn *c, enum eg_end end)
 	__atomic_sub_fetch(&c->ex->active, 1, __ATOMIC_RELAXED);
 }
 
+/* A zeroed connection: from the worker's pool, else a new one. */
+static struct eg_conn *
+conn_get(struct eg_worker *w)
+{
+	struct eg_conn *c = w->connpool;
+
+	if (c == NULL)
+		return calloc(1, sizeof(*c));
+	w->connpool = c->next;
+	w->nconnpool--;
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
 static void
 conn_free(struct eg_conn *c)
 {
+	struct eg_worker *w = c->w;
+
 	pend_release(c, &c->c2u);
 	pend_release(c, &c->u2c);
 	pipe_put(c, &c->c2u);
 	pipe_put(c, &c->u2c);
-	free(c->h);
+	head_put(w, c->h);
 	free(c->f);
 	eg_cfg_unref(c->cfg);
-	free(c);
+	if (w->nconnpool >= CONNPOOL_MAX) {
+		free(c);
+		return;
+	}
+	c->next = w->connpool;
+	w->connpool = c;
+	w->nconnpool++;
+}
+
+void
+eg_conn_pool_drain(struct eg_worker *w)
+{
+	struct eg_conn *c;
+	struct head *h;
+
+	while ((c = w->connpool) != NULL) {
+		w->connpool = c->next;
+		free(c);
+	}
+	w->nconnpool = 0;
+	while ((h = w->headpool) != NULL) {
+		w->headpool = h->next;
+		free(h);
+	}
+	w->nheadpool = 0;
 }
 
 void
@@ -1762,7 +1854,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	struct eg_conn *c;
 	unsigned active;
 
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = conn_get(w)) == NULL) {
 		close(fd);
 		return;
 	}
@@ -1789,14 +1881,11 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	w->conns = c;
 	active = __atomic_add_fetch(&ex->active, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
-	c->h = malloc(sizeof(*c->h) + c->cfg->max_header_bytes);
+	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
 		conn_close(c, EG_END_ERROR);
 		return;
 	}
-	c->h->len = c->h->scan = 0;
-	c->h->req.host.len = 0;
-	c->h->req.port = 0;
 	c->state = EG_CS_HEAD;
 	eg_timer_arm(w->loop, &c->tmo, c->cfg->header_timeout_ms);
 	/*

@@ -884,6 +884,7 @@ egress_free(struct egress *ex)
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
 		eg_dns_free(w->dns);
 		eg_conn_reap(w);
+		eg_conn_pool_drain(w);
 		while (w->npipes > 0) {
 			w->npipes--;
 			close(w->pipes[w->npipes][0]);

@@ -87,6 +87,10 @@ struct eg_worker {
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */
 	struct eg_conn		*dead;		/* freed after the batch */
+	struct eg_conn		*connpool;	/* freed ones, for reuse */
+	unsigned		 nconnpool;
+	void			*headpool;	/* request head buffers */
+	unsigned		 nheadpool;
 	void			*bufpool;	/* free tunnel buffers */
 	unsigned		 nbufpool;
 	int			 pipes[64][2];	/* free splice pipes */
@@ -153,6 +157,7 @@ void	eg_log(struct egress *, int level, const char *fmt, ...)
 void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
 	    const struct sockaddr *, socklen_t);
 void	eg_conn_reap(struct eg_worker *);
+void	eg_conn_pool_drain(struct eg_worker *);
 /* Close connections of sess that cfg/phase no longer allow; count. */
 unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);

@@ -75,6 +75,12 @@ main(void)
 	is_str(fmt(&ev, 0), "2026-11-29T18:00:02.001Z CLOSE api.anthropic.com:443 "
 	    "id=17 phase=agent up=5123 down=98321 ms=1878 end=client_closed\n",
 	    "CLOSE text line matches SPEC");
+	ev.ts_ms = 1795975199999LL;	/* back into an earlier second */
+	ev.up = UINT64_MAX;
+	ev.down = 0;
+	is_str(fmt(&ev, 0), "2026-11-29T17:59:59.999Z CLOSE api.anthropic.com:443 "
+	    "id=17 phase=agent up=18446744073709551615 down=0 ms=1878 "
+	    "end=client_closed\n", "counters at their limits; an earlier second");
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_PHASE;
