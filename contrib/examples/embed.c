@@ -41,10 +41,11 @@ on_event(const struct egress_event *ev, void *arg)
 		    ev->closed);
 		nphase++;
 	} else {
-		printf("event %s %s:%u id=%llu phase=%s%s%s\n",
+		printf("event %s %s:%u id=%llu phase=%s%s%s method=%s\n",
 		    names[ev->type], ev->host ? ev->host : "-", ev->port,
 		    (unsigned long long)ev->id, ev->phase ? ev->phase : "-",
-		    ev->reason ? " reason=" : "", ev->reason ? ev->reason : "");
+		    ev->reason ? " reason=" : "", ev->reason ? ev->reason : "",
+		    ev->method ? ev->method : "-");
 		if (ev->type == EGRESS_EV_ALLOW)
 			nallow++;
 		else if (ev->type == EGRESS_EV_BLOCK)

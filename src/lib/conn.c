@@ -57,6 +57,7 @@ enum eg_io_res { IO_OK, IO_AGAIN, IO_DONE };
 
 struct pend {				/* bytes read but not yet written */
 	uint8_t		*buf;		/* copied bytes, from the pool */
+	size_t		 cap;		/* of buf: TUNBUF, or more */
 	size_t		 off, len;
 	int		 pipe[2];	/* spliced bytes; -1: no pipe */
 	size_t		 plen;		/* bytes sitting in the pipe */
@@ -219,12 +220,36 @@ head_put(struct eg_worker *w, struct head *h)
 	w->nheadpool++;
 }
 
+static int	pend_busy(const struct pend *);
+
 static void
 pend_release(struct eg_conn *c, struct pend *p)
 {
-	buf_put(c->w, p->buf);
+	if (p->cap == TUNBUF)
+		buf_put(c->w, p->buf);
+	else
+		free(p->buf);	/* a larger one: not kept in the pool */
 	p->buf = NULL;
-	p->off = p->len = 0;
+	p->cap = p->off = p->len = 0;
+}
+
+/*
+ * Make an empty p hold at least n bytes (a rewritten head and the body
+ * bytes read with it may exceed TUNBUF; n is bounded by the caller).
+ */
+static int
+pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
+{
+	uint8_t *b;
+
+	if (n <= TUNBUF || pend_busy(p))
+		return 0;
+	if ((b = malloc(n)) == NULL)
+		return -1;
+	pend_release(c, p);
+	p->buf = b;
+	p->cap = n;
+	return 0;
 }
 
 /* Bytes are waiting for the peer (copied or in a pipe). */
@@ -280,11 +305,14 @@ pipe_put(struct eg_conn *c, struct pend *p)
 static int
 pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
 {
-	if (p->buf == NULL && (p->buf = buf_get(c->w)) == NULL)
-		return -1;
+	if (p->buf == NULL) {
+		if ((p->buf = buf_get(c->w)) == NULL)
+			return -1;
+		p->cap = TUNBUF;
+	}
 	if (p->off > 0 && p->off == p->len)
 		p->off = p->len = 0;
-	if (TUNBUF - p->len < n)
+	if (p->len > p->cap || p->cap - p->len < n)
 		return -1;
 	memcpy(p->buf + p->len, d, n);
 	p->len += n;
@@ -1158,9 +1186,12 @@ conn_do_sni(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
-	if (p->buf == NULL && (p->buf = malloc(SNIBUF)) == NULL) {
-		conn_close(c, EG_END_ERROR);
-		return IO_DONE;
+	if (p->buf == NULL) {
+		if ((p->buf = malloc(SNIBUF)) == NULL) {
+			conn_close(c, EG_END_ERROR);
+			return IO_DONE;
+		}
+		p->cap = SNIBUF;
 	}
 	for (;;) {
 		/* bytes held already (sent right behind the CONNECT, or
@@ -1198,7 +1229,7 @@ conn_do_sni(struct eg_conn *c)
 		return IO_DONE;
 	}
 	/* the held bytes become the pending upstream data; the hold buffer
-	 * (larger than TUNBUF) then joins the pool like any other */
+	 * (SNIBUF or more) is freed, not pooled, once flushed */
 	c->sni[0] = '\0';
 	c->up += p->len;
 	conn_set_state(c, EG_CS_TUNNEL);
@@ -1239,11 +1270,13 @@ conn_do_replying(struct eg_conn *c)
 			return IO_DONE;
 		}
 		memcpy(c->c2u.buf, c->h->buf + c->h->req.head_len, extra);
+		c->c2u.cap = cap;
 		c->c2u.off = 0;
 		c->c2u.len = extra;
 		if (!c->cfg->sni_check)
 			c->up += extra;
 	}
+	c->method = "CONNECT";	/* c->h->req.method goes with c->h */
 	head_put(c->w, c->h);
 	c->h = NULL;
 	if (c->cfg->sni_check) {
@@ -1297,12 +1330,14 @@ conn_forward_begin(struct eg_conn *c)
 	f->keepalive = !q->close;
 	/* upstream always gets Connection: close: one request each */
 	n = eg_req_origin_head(h->buf, q, 0, out, sizeof(c->w->scratch));
-	if (n < 0 || pend_append(c, &c->c2u, out, (size_t)n) == -1) {
+	/* body bytes already read with the head; with the rewritten head
+	 * they may exceed TUNBUF (at most max_header_bytes + the rewrite) */
+	extra = h->len - q->head_len;
+	if (n < 0 || pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
+	    pend_append(c, &c->c2u, out, (size_t)n) == -1) {
 		conn_close(c, EG_END_ERROR);
 		return;
 	}
-	/* body bytes already read with the head */
-	extra = h->len - q->head_len;
 	if (q->chunked) {
 		f->req_chunked = 1;
 		eg_chunk_init(&f->req_chunk);
@@ -1462,7 +1497,8 @@ fwd_response(struct eg_conn *c)
 		ka = f->keepalive;
 		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
 		    sizeof(c->w->scratch));
-		if (k < 0 || pend_append(c, &c->u2c, out, (size_t)k) == -1)
+		if (k < 0 || pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
+		    pend_append(c, &c->u2c, out, (size_t)k) == -1)
 			return IO_DONE;
 		extra = f->rlen - hl;
 		if (extra > 0) {
