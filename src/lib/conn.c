@@ -483,7 +483,7 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
 		    status, text);
 	if (c->uio.fd != -1) {
-		eg_io_forget(&c->uio);
+		eg_io_forget(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -853,7 +853,9 @@ conn_connect_next(struct eg_conn *c)
 			close(fd);
 			continue;
 		}
-		eg_io_init(&c->uio, fd, conn_uio, c);
+		/* not eg_io_init(): events the current batch still holds
+		 * for a previous upstream must stay dropped */
+		c->uio.fd = fd;
 		c->u2c.rd = c->u2c.hup = 0;
 		return IO_OK;
 	}
@@ -866,7 +868,7 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	char body[512];
 
 	if (c->uio.fd != -1) {
-		eg_io_forget(&c->uio);
+		eg_io_forget(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -971,7 +973,7 @@ conn_do_connecting(struct eg_conn *c, uint32_t events)
 		conn_connected(c);
 		return IO_OK;
 	}
-	eg_io_forget(&c->uio);
+	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	if (conn_connect_next(c) == IO_OK)
@@ -1627,7 +1629,7 @@ static void
 conn_reset_for_next(struct eg_conn *c)
 {
 	conn_emit_close(c, EG_END_DONE);
-	eg_io_forget(&c->uio);
+	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	free(c->f);
@@ -1655,12 +1657,12 @@ conn_close(struct eg_conn *c, enum eg_end end)
 		conn_emit_close(c, end);
 	eg_timer_stop(w->loop, &c->tmo);
 	if (c->cio.fd != -1) {
-		eg_io_forget(&c->cio);
+		eg_io_forget(c->w->loop, &c->cio);
 		close(c->cio.fd);
 		c->cio.fd = -1;
 	}
 	if (c->uio.fd != -1) {
-		eg_io_forget(&c->uio);
+		eg_io_forget(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}

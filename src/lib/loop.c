@@ -27,6 +27,7 @@ struct eg_loop {
 	struct eg_io	  wake;		/* eventfd */
 	int		  stop;
 	uint64_t	  now;
+	uint64_t	  batch;	/* epoll_wait() rounds, from 1 */
 	struct eg_timer	**heap;
 	size_t		  nheap, capheap;
 	void		(*after)(void *);
@@ -193,6 +194,7 @@ eg_io_init(struct eg_io *io, int fd, eg_io_fn *fn, void *arg)
 	io->fd = fd;
 	io->events = 0;
 	io->added = 0;
+	io->dropped = 0;
 	io->fn = fn;
 	io->arg = arg;
 }
@@ -227,13 +229,15 @@ eg_io_del(struct eg_loop *loop, struct eg_io *io)
 	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->added = 0;
 	io->events = 0;
+	io->dropped = loop->batch;
 }
 
 void
-eg_io_forget(struct eg_io *io)
+eg_io_forget(struct eg_loop *loop, struct eg_io *io)
 {
 	io->added = 0;
 	io->events = 0;
+	io->dropped = loop->batch;
 }
 
 /* --- timers: binary min-heap on (when), slots are 1-based --------------- */
@@ -366,10 +370,16 @@ eg_loop_run(struct eg_loop *loop)
 		if (n == -1 && errno != EINTR)
 			return -1;
 		loop->now = eg_clock_ms();
+		loop->batch++;
 		for (i = 0; i < n; i++) {
 			io = ev[i].data.ptr;
-			/* interest dropped earlier in this batch: skip */
-			if (io->fd == -1 || !io->added)
+			/*
+			 * Interest dropped earlier in this batch: skip, even
+			 * when io was given a new fd since (a kept-alive
+			 * client's next upstream): the event is the old one's.
+			 */
+			if (io->fd == -1 || !io->added ||
+			    io->dropped == loop->batch)
 				continue;
 			io->fn(io->arg, ev[i].events);
 		}

@@ -22,6 +22,7 @@ struct eg_io {			/* embedded in its owner */
 	int		 fd;
 	uint32_t	 events;	/* current interest; 0 = not added */
 	int		 added;
+	uint64_t	 dropped;	/* the batch it was last dropped in */
 	eg_io_fn	*fn;
 	void		*arg;
 };
@@ -56,8 +57,10 @@ void		 eg_io_del(struct eg_loop *, struct eg_io *);
 /*
  * The fd is about to be closed (and was never dup'ed): closing removes it
  * from epoll, so only forget the registration, without a system call.
+ * Whatever the current batch still holds for io is dropped, even if io
+ * is given a new fd meanwhile (so are eg_io_del()'s).
  */
-void		 eg_io_forget(struct eg_io *);
+void		 eg_io_forget(struct eg_loop *, struct eg_io *);
 
 void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
 void		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
