@@ -1461,29 +1461,54 @@ fwd_response(struct eg_conn *c)
 			return IO_AGAIN;
 	}
 	while (!f->resp_head_done) {
-		if (f->rlen == cap)
-			return IO_DONE;
-		n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
-		if (n <= 0) {
-			c->end = EG_END_UPSTREAM_CLOSED;
-			return IO_DONE;
+		r = EG_PARSE_AGAIN;
+		if (f->rlen > 0) {
+			scan = 0;
+			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
+			if (r == EG_PARSE_BAD)
+				return IO_DONE;
 		}
-		f->rlen += (size_t)n;
-		scan = 0;
-		r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
-		if (r == EG_PARSE_BAD)
-			return IO_DONE;
-		if (r != EG_PARSE_OK)
+		if (r != EG_PARSE_OK) {
+			if (f->rlen == cap)
+				return IO_DONE;
+			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
+			    0);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				return IO_AGAIN;
+			if (n <= 0) {
+				c->end = EG_END_UPSTREAM_CLOSED;
+				return IO_DONE;
+			}
+			f->rlen += (size_t)n;
 			continue;
+		}
 		memset(&f->resp, 0, sizeof(f->resp));
 		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
 			return IO_DONE;
-		if (f->resp.status < 200)
-			return IO_DONE;	/* 1xx: not supported; close */
+		if (f->resp.status == 101)
+			return IO_DONE;	/* an upgrade: not for plain HTTP */
+		if (f->resp.status < 200) {
+			/*
+			 * An interim response (100 Continue to a client that
+			 * sent Expect, 103 Early Hints): passed on as it came,
+			 * then the next head is read.
+			 */
+			if (pend_reserve(c, &c->u2c, hl) == -1 ||
+			    pend_append(c, &c->u2c, f->rbuf, hl) == -1)
+				return IO_DONE;
+			f->rlen -= hl;
+			memmove(f->rbuf, f->rbuf + hl, f->rlen);
+			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+				c->end = EG_END_CLIENT_CLOSED;
+				return IO_DONE;
+			}
+			if (c->u2c.buf != NULL)
+				return IO_AGAIN;
+			continue;
+		}
 		f->resp_head_done = 1;
 		if (f->is_head || f->resp.nobody)
 			f->resp_left = 0;

@@ -150,6 +150,8 @@ def http(s, first=b""):
                 hdrs.append((k.strip(), v.strip()))
             lk = {k.lower(): v for k, v in hdrs}
             body = b""
+            if lk.get("expect", "").lower() == "100-continue":
+                s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
             if "chunked" in lk.get("transfer-encoding", "").lower():
                 while True:
                     szl = r.line()
