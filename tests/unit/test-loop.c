@@ -8,6 +8,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include "loop.h"
 #include "tap.h"
 
