@@ -211,7 +211,7 @@ head_put(struct eg_worker *w, struct head *h)
 {
 	if (h == NULL)
 		return;
-	if (w->nheadpool >= HEADPOOL_MAX) {
+	if (w->nheadpool + 1 > HEADPOOL_MAX) {	/* (0 under ASan) */
 		free(h);
 		return;
 	}
@@ -1734,7 +1734,7 @@ conn_free(struct eg_conn *c)
 	head_put(w, c->h);
 	free(c->f);
 	eg_cfg_unref(c->cfg);
-	if (w->nconnpool >= CONNPOOL_MAX) {
+	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
 		free(c);
 		return;
 	}
