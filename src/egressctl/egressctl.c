@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shared.h"
+
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "dev"
 #endif
@@ -86,15 +88,21 @@ warnx_(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 static void
+vwarnx_(const char *fmt, va_list ap)
+{
+	fputs("egressctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static void
 warnx_(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("egressctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarnx_(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static int
@@ -106,11 +114,10 @@ usage_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("egressctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarnx_(fmt, ap);
 	va_end(ap);
-	fputs("\n(see egressctl --help)\n", stderr);
+	fputs("(see egressctl --help)\n", stderr);
 	return EX_USAGE;
 }
 
@@ -429,18 +436,6 @@ jp_ws(struct jp *jp)
 		jp->p++;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A string at jp->p (the opening quote); decoded, malloc'd. */
 static char *
 jp_str(struct jp *jp)
@@ -473,7 +468,7 @@ jp_str(struct jp *jp)
 			if (jp->end - p < 5)
 				goto bad;
 			for (u = 0, i = 1; i <= 4; i++) {
-				if ((h = hexval(p[i])) < 0)
+				if ((h = eg_hexval((unsigned char)p[i])) < 0)
 					goto bad;
 				u = u * 16 + (unsigned)h;
 			}
@@ -861,22 +856,6 @@ cmd_phase_show(void)
 }
 
 static int
-valid_name(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > 63)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') ||
-		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
-			return 0;
-	return 1;
-}
-
-static int
 cmd_phase_set(const char *name)
 {
 	char body[128], what[96];
@@ -884,9 +863,9 @@ cmd_phase_set(const char *name)
 	uint64_t n;
 	int rc, done;
 
-	if (!valid_name(name))
-		return usage_err("'%s' is not a phase name (1 to 63 of "
-		    "A-Z a-z 0-9 _ . -)", name);
+	if (!eg_phase_name_ok(name, strlen(name)))
+		return usage_err("'%s' is not a phase name (1 to %d of "
+		    "A-Z a-z 0-9 _ . -)", name, EG_PHASE_NAME_MAX);
 	snprintf(body, sizeof(body), "{\"phase\":\"%s\"}", name);
 	snprintf(what, sizeof(what), "phase %s", name);
 	if ((rc = call(what, "PUT", "/v1/phase", body, &v, &done)) || done)
@@ -1068,44 +1047,28 @@ cmd_reload(void)
 
 /* --- main ---------------------------------------------------------------- */
 
+/* The same rules as the daemon's admin_token_file (eg_token_read()). */
 static char *
 read_token_file(const char *file)
 {
-	char buf[4097];
-	size_t len = 0;
-	ssize_t n;
-	int fd;
+	char buf[EG_TOKEN_MAX + 1], *t;
+	const char *why;
 
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1) {
-		warnx_("--token-file %s: %s", file, strerror(errno));
+	if ((why = eg_token_read(file, buf)) != NULL) {
+		warnx_("--token-file %s: %s", file, why);
 		return NULL;
 	}
-	while (len < sizeof(buf) - 1) {
-		n = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
-	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
-		len--;
-	buf[len] = '\0';
-	if (len == 0) {
-		warnx_("--token-file %s: empty", file);
-		return NULL;
-	}
-	return strdup(buf);
+	t = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return t;
 }
 
-/* A token must not be able to inject header lines. */
+/* A token must not be able to inject header lines: the file's rules. */
 static int
 token_ok(const char *t)
 {
 	for (; *t != '\0'; t++)
-		if ((unsigned char)*t <= ' ' || *t == 0x7f)
+		if (*t <= ' ' || *t > '~')
 			return 0;
 	return 1;
 }
@@ -1207,12 +1170,11 @@ main(int argc, char *argv[])
 	if (tokfile != NULL) {
 		if ((token = read_token_file(tokfile)) == NULL)
 			return EX_USAGE;
-	} else if ((env = getenv("EGRESSD_TOKEN")) != NULL && *env != '\0')
+	} else if ((env = getenv("EGRESSD_TOKEN")) != NULL && *env != '\0') {
+		if (!token_ok(env))
+			return usage_err("EGRESSD_TOKEN: the token must be one "
+			    "word of printable ASCII");
 		token = strdup(env);
-	if (token != NULL && !token_ok(token)) {
-		free(token);
-		return usage_err("the token must be one word of printable "
-		    "ASCII");
 	}
 	if (audit_opts && strcmp(words[0], "audit") != 0)
 		return usage_err("--since, --limit and -f go with audit");

@@ -24,9 +24,9 @@
 #include "cfg.h"
 #include "metrics.h"
 #include "policy.h"
+#include "shared.h"
 #include "proxy.h"
 
-#define TOKEN_MAX	4096
 #define JSON_MAX	(16u << 20)	/* largest response we build */
 
 struct eg_admin {
@@ -805,52 +805,26 @@ listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
 	return 0;
 }
 
-/* Read the bearer token: one line, trailing white space dropped. */
+/* Read the bearer token (eg_token_read(): the same rules as egressctl). */
 static int
 read_token(struct eg_admin *ad, const char *file, struct eg_err *err)
 {
-	char buf[TOKEN_MAX + 1];
-	size_t len = 0, i;
-	ssize_t n;
-	int fd;
+	char buf[EG_TOKEN_MAX + 1];
+	const char *why;
+	size_t len;
 
 	if (file == NULL)
 		return eg_err_set(err, EINVAL, "admin on TCP requires "
 		    "admin_token_file");
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1)
-		return eg_err_set(err, errno, "admin_token_file %s: %s", file,
-		    strerror(errno));
-	while (len < sizeof(buf)) {
-		n = read(fd, buf + len, sizeof(buf) - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (len > TOKEN_MAX)
-		return eg_err_set(err, EINVAL, "admin_token_file %s: longer "
-		    "than %d bytes", file, TOKEN_MAX);
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
-	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
-		len--;
-	if (len == 0)
-		return eg_err_set(err, EINVAL, "admin_token_file %s: empty",
-		    file);
-	for (i = 0; i < len; i++)
-		if (buf[i] <= ' ' || buf[i] > '~') {
-			explicit_bzero(buf, sizeof(buf));
-			return eg_err_set(err, EINVAL, "admin_token_file %s: "
-			    "the token must be one word of printable ASCII",
-			    file);
-		}
-	if ((ad->token = malloc(len + 1)) == NULL)
-		return eg_err_set(err, ENOMEM, "out of memory");
-	memcpy(ad->token, buf, len);
-	ad->token[len] = '\0';
-	ad->toklen = len;
+	if ((why = eg_token_read(file, buf)) != NULL)
+		return eg_err_set(err, EINVAL, "admin_token_file %s: %s",
+		    file, why);
+	len = strlen(buf);
+	ad->token = strdup(buf);
 	explicit_bzero(buf, sizeof(buf));
+	if (ad->token == NULL)
+		return eg_err_set(err, ENOMEM, "out of memory");
+	ad->toklen = len;
 	return 0;
 }
 

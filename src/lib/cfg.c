@@ -20,9 +20,9 @@
 #include "cfg.h"
 #include "host.h"
 #include "policy.h"
+#include "shared.h"
 
 #define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */
-#define PHASE_NAME_MAX	64
 #define KEY_MAX		(EG_HOST_MAX + 8)	/* [hosts] keys: names */
 #define LIST_MAX	256			/* items in one list value */
 #define DEFAULT_LISTEN	"127.0.0.1:3128"
@@ -328,23 +328,6 @@ eg_cfg_parse_addr(const char *s, size_t len, struct sockaddr_storage *ss,
 }
 
 static int
-valid_phase_name(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > PHASE_NAME_MAX)
-		return 0;
-	for (i = 0; i < len; i++) {
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') ||
-		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
-			return 0;
-	}
-	return 1;
-}
-
-static int
 add_listen(struct parse *ps, enum eg_listen_kind kind, const char *val,
     const struct sockaddr_storage *ss, socklen_t sslen, int line)
 {
@@ -531,7 +514,7 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 	case K_STR:
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_PHASE:
-		if (!valid_phase_name(val, len))
+		if (!eg_phase_name_ok(val, len))
 			return bad_value(ps, k, val, "not a phase name");
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_MODE:
@@ -701,10 +684,10 @@ section_start(struct parse *ps, const char *name, size_t len)
 	if (len >= 6 && memcmp(name, "phase:", 6) == 0) {
 		name += 6;
 		len -= 6;
-		if (!valid_phase_name(name, len)) {
+		if (!eg_phase_name_ok(name, len)) {
 			perr(ps, "bad phase name '%s' (letters, digits, '.', "
 			    "'_' and '-', at most %d)", quote(name, len, q,
-			    sizeof(q)), PHASE_NAME_MAX);
+			    sizeof(q)), EG_PHASE_NAME_MAX);
 			return;
 		}
 		for (i = 0; i < cfg->nphases; i++) {

@@ -853,9 +853,7 @@ conn_connect_next(struct eg_conn *c)
 			close(fd);
 			continue;
 		}
-		/* not eg_io_init(): events the current batch still holds
-		 * for a previous upstream must stay dropped */
-		c->uio.fd = fd;
+		eg_io_set_fd(&c->uio, fd);
 		c->u2c.rd = c->u2c.hup = 0;
 		return IO_OK;
 	}
@@ -1188,12 +1186,10 @@ conn_do_sni(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
-	if (p->buf == NULL) {
-		if ((p->buf = malloc(SNIBUF)) == NULL) {
-			conn_close(c, EG_END_ERROR);
-			return IO_DONE;
-		}
-		p->cap = SNIBUF;
+	/* the ClientHello is held whole: SNIBUF at least */
+	if (p->buf == NULL && pend_reserve(c, p, SNIBUF) == -1) {
+		conn_close(c, EG_END_ERROR);
+		return IO_DONE;
 	}
 	for (;;) {
 		/* bytes held already (sent right behind the CONNECT, or
@@ -1265,16 +1261,12 @@ conn_do_replying(struct eg_conn *c)
 	extra = c->h->len - c->h->req.head_len;
 	if (extra > 0) {
 		cap = c->cfg->sni_check ? SNIBUF : TUNBUF;
-		if (extra > cap)
-			cap = extra;
-		if ((c->c2u.buf = malloc(cap)) == NULL) {
+		if (pend_reserve(c, &c->c2u, extra > cap ? extra : cap) ==
+		    -1 || pend_append(c, &c->c2u, c->h->buf +
+		    c->h->req.head_len, extra) == -1) {
 			conn_close(c, EG_END_ERROR);
 			return IO_DONE;
 		}
-		memcpy(c->c2u.buf, c->h->buf + c->h->req.head_len, extra);
-		c->c2u.cap = cap;
-		c->c2u.off = 0;
-		c->c2u.len = extra;
 		if (!c->cfg->sni_check)
 			c->up += extra;
 	}

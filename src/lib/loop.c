@@ -233,6 +233,12 @@ eg_io_del(struct eg_loop *loop, struct eg_io *io)
 }
 
 void
+eg_io_set_fd(struct eg_io *io, int fd)
+{
+	io->fd = fd;
+}
+
+void
 eg_io_forget(struct eg_loop *loop, struct eg_io *io)
 {
 	io->added = 0;

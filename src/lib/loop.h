@@ -61,6 +61,9 @@ void		 eg_io_del(struct eg_loop *, struct eg_io *);
  * is given a new fd meanwhile (so are eg_io_del()'s).
  */
 void		 eg_io_forget(struct eg_loop *, struct eg_io *);
+/* A forgotten or deleted io takes a new fd; unlike eg_io_init(), events
+ * the batch still holds for the old one stay dropped. */
+void		 eg_io_set_fd(struct eg_io *, int fd);
 
 void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
 void		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);

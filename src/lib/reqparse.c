@@ -10,6 +10,7 @@
 #include <limits.h>
 
 #include "reqparse.h"
+#include "shared.h"
 
 #define CHUNK_LINE_MAX	4096	/* chunk-size line or trailer line */
 #define CHUNK_HEX_MAX	15	/* hex digits in a chunk size: < 2^60 */
@@ -690,18 +691,6 @@ eg_chunk_init(struct eg_chunk *ck)
 	ck->state = CS_SIZE0;
 }
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 ssize_t
 eg_chunk_feed(struct eg_chunk *ck, const uint8_t *p, size_t n, int *done)
 {
@@ -733,7 +722,7 @@ eg_chunk_feed(struct eg_chunk *ck, const uint8_t *p, size_t n, int *done)
 		switch (ck->state) {
 		case CS_SIZE0:
 		case CS_SIZE:
-			h = hexval(c);
+			h = eg_hexval(c);
 			if (h >= 0) {
 				if (ck->linelen == CHUNK_HEX_MAX)
 					goto fail;
