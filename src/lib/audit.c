@@ -404,16 +404,11 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 }
 
 static void
-ring_push(struct eg_audit *a, const struct egress_event *ev)
+ring_push(struct eg_audit *a, const char *line, size_t n)
 {
-	char line[EG_AUDIT_LINE];
 	struct ring_slot *s;
-	size_t n;
 	char *copy;
 
-	if (a->nring == 0)
-		return;
-	n = eg_audit_format(ev, 1, line, sizeof(line));
 	if ((copy = malloc(n)) == NULL)
 		return;
 	memcpy(copy, line, n - 1);
@@ -429,19 +424,27 @@ ring_push(struct eg_audit *a, const struct egress_event *ev)
 int
 eg_audit_emit(struct eg_audit *a, const struct egress_event *ev)
 {
-	char line[EG_AUDIT_LINE];
-	size_t n, off = 0;
+	char line[EG_AUDIT_LINE], text[EG_AUDIT_LINE];
+	const char *out = line;
+	size_t n = 0, off = 0;
 	ssize_t w;
 	int rc = 0;
 
-	ring_push(a, ev);
+	/* the ring holds JSON: with a JSON log, the same line is written */
+	if (a->nring > 0 || a->json)
+		n = eg_audit_format(ev, 1, line, sizeof(line));
+	if (a->nring > 0)
+		ring_push(a, line, n);
 	if (a->fd == -1)
 		return 0;
-	n = eg_audit_format(ev, a->json, line, sizeof(line));
+	if (!a->json) {
+		n = eg_audit_format(ev, 0, text, sizeof(text));
+		out = text;
+	}
 	/* One write(2); the loop only guards against EINTR / short writes
 	 * on pipes, which a regular O_APPEND file never produces. */
 	while (off < n) {
-		w = write(a->fd, line + off, n - off);
+		w = write(a->fd, out + off, n - off);
 		if (w == -1) {
 			if (errno == EINTR)
 				continue;
