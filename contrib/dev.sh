@@ -14,7 +14,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
-curl openssl python3 mandoc bubblewrap iproute2 procps"
+libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"

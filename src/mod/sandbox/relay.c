@@ -3,14 +3,19 @@
  * on 127.0.0.1:PORT inside the sandbox's empty network namespace and
  * copies every accepted connection, byte for byte and with half-closes,
  * to the proxy's Unix socket bound in from outside; it runs the command
- * as its child and exits with the command's status.  The same loop serves
- * "egressd run --sandbox none" from a thread.
+ * as its child, under a seccomp filter that leaves it no Unix socket of
+ * its own (seccomp.c), and exits with the command's status.  The relay is
+ * not filtered, so it makes itself undumpable: the command, under the
+ * same uid, cannot ptrace it (or open its /proc/PID/mem) to borrow its
+ * sockets.  The same loop serves "egressd run --sandbox none" from a
+ * thread, without the filter.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE		/* accept4 */
 #endif
 #include <sys/types.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -489,6 +494,7 @@ eg_sb_relay_main(int argc, char *argv[])
 		"ALL_PROXY", "all_proxy"
 	};
 	struct sb_relay_ctl ctl;
+	struct sb_filter *filt;
 	struct rl_proc rp;
 	sigset_t mask, omask;
 	const char *sock = NULL;
@@ -538,6 +544,12 @@ eg_sb_relay_main(int argc, char *argv[])
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
 	}
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+		fprintf(stderr, "egressd relay: PR_SET_DUMPABLE: %s\n",
+		    strerror(errno));
+		close(lfd);
+		return 3;
+	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", bound);
 	for (i = 0; i < nitems(pvars); i++)
 		(void)setenv(pvars[i], url, 1);
@@ -558,19 +570,36 @@ eg_sb_relay_main(int argc, char *argv[])
 		    strerror(errno));
 		return 3;
 	}
+	/*
+	 * Our sockets exist (the listener; each proxy connection is made
+	 * by this process, never by the command): now the filter for the
+	 * command, built before fork so that a failure is reported plainly.
+	 */
+	filt = eg_sb_filter_new(err, sizeof(err));
+	if (filt == NULL) {
+		fprintf(stderr, "egressd relay: %s\n", err);
+		return 3;
+	}
 	rp.child = fork();
 	if (rp.child == -1) {
 		fprintf(stderr, "egressd relay: fork: %s\n", strerror(errno));
+		eg_sb_filter_free(filt);
 		return 3;
 	}
 	if (rp.child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &omask, NULL);
 		(void)signal(SIGPIPE, SIG_DFL);
+		/* fail closed: never run the command unfiltered */
+		if (eg_sb_filter_load(filt, err, sizeof(err)) == -1) {
+			fprintf(stderr, "egressd relay: %s\n", err);
+			_exit(3);
+		}
 		execvp(argv[optind], argv + optind);
 		fprintf(stderr, "egressd: %s: %s\n", argv[optind],
 		    strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
+	eg_sb_filter_free(filt);
 	/* the sandbox is up and the door is open */
 	if (rfd != -1) {
 		(void)write((int)rfd, "1", 1);

@@ -76,6 +76,20 @@ int	eg_sb_relay_loop(int lfd, const char *sockpath,
 int	eg_sb_relay_main(int argc, char *argv[]);
 
 /*
+ * seccomp.c: the filter on the command inside the sandbox (no Unix
+ * sockets of its own: socket(AF_UNIX) and AF_UNIX datagram socketpairs
+ * fail with EPERM; no io_uring).  Build it before fork, load it in the
+ * child just before exec.
+ */
+struct sb_filter;
+
+/* The filter, or NULL with a message in err. */
+struct sb_filter *eg_sb_filter_new(char *err, size_t errlen);
+/* Install it on the calling thread, for good.  0, or -1 with err. */
+int	eg_sb_filter_load(struct sb_filter *f, char *err, size_t errlen);
+void	eg_sb_filter_free(struct sb_filter *f);
+
+/*
  * bwrap.c: the bubblewrap command line.
  */
 struct sb_bwrap_spec {
