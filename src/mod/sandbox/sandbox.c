@@ -269,18 +269,120 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	return out->oom ? -1 : 0;
 }
 
-/* Resolve path, which must exist, into out. */
+/* Write s to stderr with control characters as \ooo: file names come
+ * from the working directory, which the command may have written. */
+static void
+put_safe(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\%03o", *p);
+		else
+			fputc(*p, stderr);
+	}
+}
+
+static void
+path_err(const char *opt, const char *path, const char *what, int e)
+{
+	fprintf(stderr, "egressd run: %s ", opt);
+	put_safe(path);
+	fputs(": ", stderr);
+	if (what != NULL) {
+		put_safe(what);
+		fputs(": ", stderr);
+	}
+	fprintf(stderr, "%s\n", strerror(e));
+}
+
+/*
+ * Resolve an --rw or --ro path, which must exist, into out, component
+ * by component.  A symbolic link is refused where it would choose what
+ * gets bound: as the last component (--rw cache, cache -> ~), and
+ * anywhere inside the working directory, which a previous run or a
+ * cloned repository may have filled with links.  Links outside it
+ * (/var/run -> /run) are the system's and are followed.  0, or -1 after
+ * a message naming the link and its target.
+ */
 static int
 add_path(struct sb_strv *out, const char *opt, const char *path)
 {
-	char rp[PATH_MAX];
+	char cwd[PATH_MAX], abs[PATH_MAX], res[PATH_MAX], cand[PATH_MAX];
+	char tgt[PATH_MAX], *comp, *next, *slash;
+	struct stat st;
+	ssize_t n;
+	int r, last;
 
-	if (realpath(path, rp) == NULL) {
-		fprintf(stderr, "egressd run: %s %s: %s\n", opt, path,
-		    strerror(errno));
+	if (getcwd(cwd, sizeof(cwd)) == NULL) {
+		path_err(opt, path, "getcwd", errno);
 		return -1;
 	}
-	eg_sb_strv_add(out, rp);
+	r = path[0] == '/' ? snprintf(abs, sizeof(abs), "%s", path) :
+	    snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
+	if (r < 0 || (size_t)r >= sizeof(abs)) {
+		path_err(opt, path, NULL, ENAMETOOLONG);
+		return -1;
+	}
+	res[0] = '\0';			/* "": the root */
+	for (comp = abs; comp != NULL; comp = next) {
+		while (*comp == '/')
+			comp++;
+		next = strchr(comp, '/');
+		if (next != NULL)
+			*next++ = '\0';
+		if (*comp == '\0' || strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0) {
+			slash = strrchr(res, '/');
+			if (slash != NULL)
+				*slash = '\0';
+			continue;
+		}
+		r = snprintf(cand, sizeof(cand), "%s/%s", res, comp);
+		if (r < 0 || (size_t)r >= sizeof(cand)) {
+			path_err(opt, path, NULL, ENAMETOOLONG);
+			return -1;
+		}
+		if (lstat(cand, &st) == -1) {
+			path_err(opt, path, cand, errno);
+			return -1;
+		}
+		/* the last component: nothing but slashes follows */
+		last = next == NULL || next[strspn(next, "/")] == '\0';
+		if (S_ISLNK(st.st_mode)) {
+			if (last || eg_sb_path_under(cand, cwd)) {
+				n = readlink(cand, tgt, sizeof(tgt) - 1);
+				if (n < 0)
+					n = 0;
+				tgt[n] = '\0';
+				fprintf(stderr, "egressd run: %s ", opt);
+				put_safe(path);
+				fputs(": ", stderr);
+				put_safe(cand);
+				fputs(" is a symbolic link to ", stderr);
+				put_safe(tgt);
+				fputs(";\n  refusing to bind what a link points "
+				    "to: name the target itself if you mean "
+				    "it\n", stderr);
+				return -1;
+			}
+			if (realpath(cand, res) == NULL) {
+				path_err(opt, path, cand, errno);
+				return -1;
+			}
+			if (strcmp(res, "/") == 0)
+				res[0] = '\0';
+			continue;
+		}
+		if (!last && !S_ISDIR(st.st_mode)) {
+			path_err(opt, path, cand, ENOTDIR);
+			return -1;
+		}
+		memcpy(res, cand, (size_t)r + 1);
+	}
+	eg_sb_strv_add(out, res[0] == '\0' ? "/" : res);
 	return 0;
 }
 
