@@ -251,6 +251,12 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 		eg_sb_strv_add(a, s->ro->v[i]);
 		eg_sb_strv_add(a, s->ro->v[i]);
 	}
+	/* an audit log in a writable path: read-only, on top of them all */
+	if (s->audit != NULL) {
+		eg_sb_strv_add(a, "--ro-bind");
+		eg_sb_strv_add(a, s->audit);
+		eg_sb_strv_add(a, s->audit);
+	}
 	/*
 	 * The socket's directory is read-only inside, so the command can
 	 * connect to the socket but not remove or replace it.  A --proxy

@@ -945,6 +945,62 @@ args_memfd(const struct sb_strv *in, struct sb_strv *out)
 	return fd;
 }
 
+/*
+ * The audit log must never be writable from inside: when it lies in the
+ * working directory or a --rw path (--audit run.log), it is bound
+ * read-only over itself, so that writing, truncating, removing or
+ * renaming over it fails (EROFS, EBUSY) while egressd keeps appending
+ * through the descriptor it holds.  A file with more than one hard link
+ * is refused: another name of it may lie in a writable path.  Stores the
+ * path to bind in out ("" for none); 0, or an exit status.
+ */
+static int
+audit_guard(const struct run_state *st, const char *cwd, char *out,
+    size_t len)
+{
+	char rp[PATH_MAX];
+	struct stat sst;
+	size_t i;
+	int fd, w;
+
+	out[0] = '\0';
+	if (st->o.proxy != NULL || st->audit_tmp ||
+	    strcmp(st->auditpath, "-") == 0)
+		return 0;
+	/* egress_start() created it; make sure, it must exist to be bound */
+	fd = open(st->auditpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0640);
+	if (fd == -1 || fstat(fd, &sst) == -1 ||
+	    realpath(st->auditpath, rp) == NULL) {
+		fprintf(stderr, "egressd: audit log %s: %s\n", st->auditpath,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return 3;
+	}
+	close(fd);
+	if (!S_ISREG(sst.st_mode))
+		return 0;	/* /dev/null, a FIFO: nothing to erase */
+	if (sst.st_nlink > 1) {
+		fprintf(stderr, "egressd run: the audit log %s has %lu hard "
+		    "links; another name of it may be writable inside the "
+		    "sandbox;\n  keep the audit log in a file of its own, "
+		    "outside the working directory\n  (e.g. --audit "
+		    "$XDG_STATE_HOME/egressd/run.log)\n", rp,
+		    (unsigned long)sst.st_nlink);
+		return 2;
+	}
+	w = eg_sb_path_under(rp, cwd);
+	for (i = 0; i < st->o.rw.n; i++)
+		w |= eg_sb_path_under(rp, st->o.rw.v[i]);
+	if (w && snprintf(out, len, "%s", rp) >= (int)len) {
+		fprintf(stderr, "egressd: audit log %s: %s\n", rp,
+		    strerror(ENAMETOOLONG));
+		return 3;
+	}
+	return 0;
+}
+
 /* bwrap mode: the launcher argv; 0, or an exit status. */
 static int
 bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
@@ -953,10 +1009,15 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	struct sb_bwrap_spec spec;
 	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 };
 	struct sb_strv keep = { 0 };
-	char bw[PATH_MAX], exe[PATH_MAX];
+	char bw[PATH_MAX], exe[PATH_MAX], audit[PATH_MAX];
 	ssize_t n;
 	size_t i, j;
 	int rc = 3, covered;
+
+	rc = audit_guard(st, cwd, audit, sizeof(audit));
+	if (rc != 0)
+		return rc;
+	rc = 3;
 
 	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL) {
 		fprintf(stderr,
@@ -1008,6 +1069,7 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		spec.sockfile = st->proxyrp;
 	else
 		spec.sockdir = st->sockdir;
+	spec.audit = audit[0] != '\0' ? audit : NULL;
 	spec.ready_fd = ready_fd;
 	spec.cmd = st->o.cmd;
 	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||

@@ -100,6 +100,7 @@ struct sb_bwrap_spec {
 	const struct sb_strv *ro;	/* bound read-only */
 	const struct sb_strv *homes;	/* hidden under tmpfs */
 	const struct sb_strv *libs;	/* bound read-only, same path */
+	const char	*audit;		/* ro over itself, last; or NULL */
 	const char	*sockdir;	/* in-process proxy's dir, or */
 	const char	*sockfile;	/* --proxy: the socket itself */
 	int		 ready_fd;	/* relay reports readiness */
