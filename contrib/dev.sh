@@ -5,8 +5,13 @@
 #                           in the foreground on its embedded default
 #   ./contrib/dev.sh test   install what is missing, build, and run the whole
 #                           test suite: the normal build, a build with every
-#                           module disabled, an ASan/UBSan build, and
-#                           `make distcheck`; ends with "N passed, N failed"
+#                           module disabled, an ASan/UBSan build, a
+#                           ThreadSanitizer build (unit tests and $TSAN_TESTS)
+#                           and `make distcheck`; ends with "N passed, N failed"
+#   ./contrib/dev.sh tsan   only the ThreadSanitizer tree
+#
+# EGRESSD_REQUIRE_TSAN=1 makes a machine that cannot run ThreadSanitizer
+# programs a failure instead of a skip.
 set -eu
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -15,6 +20,13 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps"
+
+# The integration tests that run several workers against each other (and
+# reloads and phase switches against them): the ThreadSanitizer tree runs
+# these and the unit tests.  Names not (yet) in Makefile.am are left out.
+TSAN_TESTS="tests/integ/stress.test tests/integ/phase-load.test \
+tests/integ/concurrency.test tests/integ/admin.test \
+tests/integ/reload-storm.test"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -49,13 +61,98 @@ build() {
 	}
 }
 
-# check DIR: make check, never stopping the script on test failures
+# check DIR [MAKE ARGS...]: make check, never stopping the script on test
+# failures.  $run_prefix (empty, or setarch for TSan) runs make.
+run_prefix=
 check() {
-	echo "dev.sh: make check in $1"
-	(cd "$1" && make -j"$jobs" check >check.out 2>&1) || {
-		grep -E '^(FAIL|ERROR|XPASS):' "$1/check.out" >&2 || true
-		tail -5 "$1/check.out" >&2
+	cdir=$1; shift
+	echo "dev.sh: make check in $cdir"
+	(cd "$cdir" && $run_prefix make -j"$jobs" check "$@" >check.out 2>&1) ||
+	{
+		grep -E '^(FAIL|ERROR|XPASS):' "$cdir/check.out" >&2 || true
+		tail -5 "$cdir/check.out" >&2
 	}
+}
+
+# tsan_probe DIR: can this machine run ThreadSanitizer programs?  Prints
+# the command prefix they need: nothing, or "setarch ARCH -R" where the
+# kernel's mmap randomisation is wider than the runtime supports
+# (vm.mmap_rnd_bits > 28: "FATAL: ThreadSanitizer: unexpected memory
+# mapping").  Fails, with the reason on stderr, when neither works.
+tsan_probe() {
+	mkdir -p "$1"
+	cat >"$1/tsan-probe.c" <<-'EOF'
+	#include <pthread.h>
+	static int n;
+	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	static void *f(void *a) { pthread_mutex_lock(&m); n++;
+	    pthread_mutex_unlock(&m); return a; }
+	int main(void) { pthread_t t; pthread_create(&t, 0, f, 0);
+	    f(0); pthread_join(t, 0); return n != 2; }
+	EOF
+	${CC:-cc} -g -fsanitize=thread -o "$1/tsan-probe" "$1/tsan-probe.c" \
+	    -pthread >"$1/tsan-probe.out" 2>&1 || {
+		echo "the compiler cannot build with -fsanitize=thread:" \
+		    "$(head -1 "$1/tsan-probe.out")" >&2
+		return 1
+	}
+	if "$1/tsan-probe" >>"$1/tsan-probe.out" 2>&1; then
+		echo
+	elif setarch "$(uname -m)" -R "$1/tsan-probe" \
+	    >>"$1/tsan-probe.out" 2>&1; then
+		echo "setarch $(uname -m) -R"
+	else
+		echo "ThreadSanitizer programs do not run here, not even" \
+		    "with ASLR off ($(grep -m1 -E 'FATAL|ERROR' \
+		    "$1/tsan-probe.out")); try sysctl vm.mmap_rnd_bits=28" >&2
+		return 1
+	fi
+}
+
+# tsan DIR: build DIR with ThreadSanitizer and run the unit tests and
+# $TSAN_TESTS.  Every report is kept in DIR/tsan-reports/ (a process
+# stops at its first, halt_on_error=1, so the test it served fails too)
+# and counts as a failure of its own in DIR/tsan-reports.trs.
+tsan() {
+	d=$1
+	mkdir -p "$d"
+	rm -f "$d/tsan-reports.trs"
+	if ! prefix=$(tsan_probe "$d" 2>"$d/tsan-probe.why"); then
+		if [ "${EGRESSD_REQUIRE_TSAN:-}" = 1 ]; then
+			echo ":test-result: FAIL" >"$d/tsan-reports.trs"
+			echo "dev.sh: TSan tree FAILED (EGRESSD_REQUIRE_TSAN=1):" \
+			    "$(cat "$d/tsan-probe.why")" >&2
+		else
+			echo ":test-result: SKIP" >"$d/tsan-reports.trs"
+			echo "dev.sh: TSan tree skipped: $(cat "$d/tsan-probe.why")"
+		fi
+		return 0
+	fi
+	[ -n "$prefix" ] && echo "dev.sh: TSan runs under '$prefix' (ASLR off)"
+	build "$d" CFLAGS="-g -O1 -fsanitize=thread" \
+	    LDFLAGS="-fsanitize=thread" || return 1
+	tests='$(unit_tests)'
+	for t in $TSAN_TESTS; do
+		if [ -f "$top/$t" ] && grep -qF "$t" "$top/Makefile.am"; then
+			tests="$tests $t"
+		else
+			echo "dev.sh: TSan tree: $t is not in Makefile.am (yet)"
+		fi
+	done
+	rm -rf "$d/tsan-reports"
+	mkdir -p "$d/tsan-reports"
+	(export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 log_path=$d/tsan-reports/report"
+	 run_prefix=$prefix
+	 check "$d" TESTS="$tests")
+	: >"$d/tsan-reports.trs"
+	for r in "$d"/tsan-reports/report.*; do
+		[ -f "$r" ] || continue
+		echo ":test-result: FAIL" >>"$d/tsan-reports.trs"
+		echo "dev.sh: ThreadSanitizer: $r:" >&2
+		grep -E '^(WARNING|SUMMARY): ThreadSanitizer' "$r" >&2
+	done
+	[ -s "$d/tsan-reports.trs" ] ||
+	    echo ":test-result: PASS" >"$d/tsan-reports.trs"
 }
 
 case "${1:-}" in
@@ -67,7 +164,8 @@ run)
 	;;
 test)
 	deps
-	rm -rf "$top/_build" "$top/_build-min" "$top/_build-asan"
+	rm -rf "$top/_build" "$top/_build-min" "$top/_build-asan" \
+	    "$top/_build-tsan"
 	build "$top/_build"
 	check "$top/_build"
 	build "$top/_build-min" --disable-sandbox
@@ -78,6 +176,7 @@ test)
 	(export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	 check "$top/_build-asan")
+	tsan "$top/_build-tsan"
 	# distcheck: the tarball builds and passes from a clean copy
 	dc=PASS
 	(cd "$top/_build" && make -j"$jobs" distcheck >distcheck.out 2>&1) || {
@@ -86,19 +185,32 @@ test)
 	}
 	echo ":test-result: $dc" > "$top/_build/distcheck.trs"
 	echo "dev.sh: make distcheck: $dc"
-	pass=$(cat $(find "$top/_build" "$top/_build-min" "$top/_build-asan" \
-	    -name '*.trs') | grep -c '^:test-result: PASS' || true)
-	skip=$(cat $(find "$top/_build" "$top/_build-min" "$top/_build-asan" \
-	    -name '*.trs') | grep -c '^:test-result: SKIP' || true)
-	fail=$(cat $(find "$top/_build" "$top/_build-min" "$top/_build-asan" \
-	    -name '*.trs') | grep -cE '^:test-result: (FAIL|ERROR|XPASS)' ||
-	    true)
+	trees="$top/_build $top/_build-min $top/_build-asan $top/_build-tsan"
+	pass=$(cat $(find $trees -name '*.trs') |
+	    grep -c '^:test-result: PASS' || true)
+	skip=$(cat $(find $trees -name '*.trs') |
+	    grep -c '^:test-result: SKIP' || true)
+	fail=$(cat $(find $trees -name '*.trs') |
+	    grep -cE '^:test-result: (FAIL|ERROR|XPASS)' || true)
 	[ "$skip" -gt 0 ] && echo "($skip skipped)"
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 	;;
+tsan)
+	# only the ThreadSanitizer tree, as in "test"
+	deps
+	rm -rf "$top/_build-tsan"
+	tsan "$top/_build-tsan"
+	pass=$(grep -c '^:test-result: PASS' $(find "$top/_build-tsan" \
+	    -name '*.trs') /dev/null | awk -F: '{ n += $NF } END { print n }')
+	fail=$(grep -cE '^:test-result: (FAIL|ERROR|XPASS)' $(find \
+	    "$top/_build-tsan" -name '*.trs') /dev/null |
+	    awk -F: '{ n += $NF } END { print n }')
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	;;
 *)
-	echo "usage: contrib/dev.sh run|test" >&2
+	echo "usage: contrib/dev.sh run|test|tsan" >&2
 	exit 2
 	;;
 esac

@@ -131,6 +131,13 @@ EGRESS_API int	egress_check(struct egress *ex);
 
 EGRESS_API void	egress_set_log_cb(struct egress *ex, egress_log_cb cb,
 		    void *arg);
+/*
+ * The most verbose level passed to the log callback: EGRESS_LOG_INFO
+ * unless set (debug messages are dropped).  A message above the level,
+ * or any message while no callback is set, is dropped before it is
+ * formatted, so suppressed levels cost no formatting.  Any thread.
+ */
+EGRESS_API void	egress_set_log_level(struct egress *ex, int level);
 /* Subscribe to audit events (before egress_start()).  Up to 8. */
 EGRESS_API int	egress_subscribe(struct egress *ex, egress_event_cb cb,
 		    void *arg);

@@ -664,6 +664,8 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	char msg[512];
 	size_t n;
 
+	if (!eg_log_enabled(ad->ex, EGRESS_LOG_DEBUG))
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))

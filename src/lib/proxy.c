@@ -68,18 +68,27 @@ set_err(struct egress *ex, const char *fmt, ...)
 	return -1;
 }
 
+/* Only through eg_log(), which has checked the level. */
 void
-eg_log(struct egress *ex, int level, const char *fmt, ...)
+eg_log_write(struct egress *ex, int level, const char *fmt, ...)
 {
+	egress_log_cb cb = ex->logcb;
 	char msg[1024];
 	va_list ap;
 
-	if (ex->logcb == NULL)
+	if (cb == NULL)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ex->logcb(level, msg, ex->logarg);
+	cb(level, msg, ex->logarg);
+}
+
+static void
+log_update(struct egress *ex)
+{
+	__atomic_store_n(&ex->log_max, ex->logcb != NULL ? ex->log_level : -1,
+	    __ATOMIC_RELAXED);
 }
 
 void
@@ -87,6 +96,18 @@ egress_set_log_cb(struct egress *ex, egress_log_cb cb, void *arg)
 {
 	ex->logcb = cb;
 	ex->logarg = arg;
+	log_update(ex);
+}
+
+void
+egress_set_log_level(struct egress *ex, int level)
+{
+	if (level < -1)
+		level = -1;
+	if (level > EGRESS_LOG_DEBUG)
+		level = EGRESS_LOG_DEBUG;
+	ex->log_level = level;
+	log_update(ex);
 }
 
 int
@@ -332,6 +353,8 @@ proxy_alloc(void)
 	snprintf(ex->def.name, sizeof(ex->def.name), "default");
 	ex->def.is_default = 1;
 	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
+	ex->log_level = EGRESS_LOG_INFO;
+	ex->log_max = -1;		/* no callback yet */
 	return ex;
 }
 

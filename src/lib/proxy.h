@@ -124,6 +124,9 @@ struct egress {
 
 	egress_log_cb		 logcb;
 	void			*logarg;
+	int			 log_level;	/* egress_set_log_level() */
+	int			 log_max;	/* atomic: most verbose level
+						   delivered; -1: no callback */
 	struct {
 		egress_event_cb	 cb;
 		void		*arg;
@@ -149,8 +152,20 @@ struct egress {
 	size_t			 nifaddrs;
 };
 
-/* log.c */
-void	eg_log(struct egress *, int level, const char *fmt, ...)
+/*
+ * Diagnostics.  eg_log() checks the level before its arguments are
+ * evaluated or formatted; eg_log_enabled() is that check, for callers
+ * that format something themselves first.
+ */
+#define eg_log_enabled(ex, level)					\
+	((level) <= __atomic_load_n(&(ex)->log_max, __ATOMIC_RELAXED))
+#define eg_log(ex, level, ...) do {					\
+	struct egress *eg_log_ex_ = (ex);				\
+	int eg_log_lv_ = (level);					\
+	if (eg_log_enabled(eg_log_ex_, eg_log_lv_))			\
+		eg_log_write(eg_log_ex_, eg_log_lv_, __VA_ARGS__);	\
+} while (0)
+void	eg_log_write(struct egress *, int level, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
 /* conn.c */
