@@ -698,7 +698,7 @@ worker_set_listeners(struct eg_worker *w)
 	free(w->lio);
 	w->lio = NULL;
 	w->nlio = 0;
-	if (ex->stopping || ex->nls == 0)
+	if (eg_stopping(ex) || ex->nls == 0)
 		return;
 	if ((w->lio = calloc(ex->nls, sizeof(*w->lio))) == NULL)
 		return;
@@ -720,7 +720,7 @@ worker_after(void *arg)
 
 	size_t k;
 
-	if (w->ex->stopping && !w->stopped) {
+	if (eg_stopping(w->ex) && !w->stopped) {
 		w->stopped = 1;
 		for (k = 0; k < w->nlio; k++)
 			eg_io_del(w->loop, &w->lio[k].io);
@@ -849,7 +849,7 @@ egress_run_thread(struct egress *ex)
 		rc = pthread_create(&ex->w[i].thr, NULL, worker_main,
 		    &ex->w[i]);
 		if (rc != 0) {
-			ex->stopping = 1;
+			__atomic_store_n(&ex->stopping, 1, __ATOMIC_RELEASE);
 			egress_join(ex);
 			return set_err(ex, "pthread_create: %s", strerror(rc));
 		}
@@ -865,7 +865,7 @@ egress_join(struct egress *ex)
 
 	for (i = 0; i < ex->nw; i++)
 		if (ex->w[i].thr_started) {
-			if (ex->stopping)
+			if (eg_stopping(ex))
 				eg_loop_wake(ex->w[i].loop);
 			pthread_join(ex->w[i].thr, NULL);
 			ex->w[i].thr_started = 0;
@@ -880,7 +880,7 @@ egress_stop(struct egress *ex)
 	size_t i;
 
 	/* async-signal-safe: a flag and eventfd writes */
-	ex->stopping = 1;
+	__atomic_store_n(&ex->stopping, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < ex->nw; i++)
 		if (ex->w[i].loop != NULL)
 			eg_loop_wake(ex->w[i].loop);

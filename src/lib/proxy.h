@@ -142,7 +142,7 @@ struct egress {
 
 	int			 started;
 	int			 running;
-	volatile int		 stopping;
+	int			 stopping;	/* atomic: eg_stopping() */
 	int64_t			 started_ms;
 
 	unsigned		 fd_limit;	/* RLIMIT_NOFILE soft limit */
@@ -151,6 +151,9 @@ struct egress {
 	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
 	size_t			 nifaddrs;
 };
+
+/* Has egress_stop() been called?  Read from any thread. */
+#define eg_stopping(ex)	__atomic_load_n(&(ex)->stopping, __ATOMIC_ACQUIRE)
 
 /*
  * Diagnostics.  eg_log() checks the level before its arguments are
