@@ -11,6 +11,7 @@
 #endif
 #include <sys/types.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -532,6 +533,12 @@ eg_sb_relay_main(int argc, char *argv[])
 	}
 	if (rfd != -1)
 		(void)fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
+	/* nothing the command executes gains privileges (setuid, caps) */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		fprintf(stderr, "egressd relay: prctl(PR_SET_NO_NEW_PRIVS): "
+		    "%s\n", strerror(errno));
+		return 3;
+	}
 
 	lfd = eg_sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
 	if (lfd == -1) {

@@ -696,6 +696,7 @@ struct run_state {
 	char			 auditpath[PATH_MAX + 16];
 	int			 audit_tmp;
 	char			 proxyrp[PATH_MAX];	/* --proxy */
+	char			 proxydir[PATH_MAX];	/* its directory */
 };
 
 /*
@@ -718,6 +719,41 @@ check_cwd(const struct run_opts *o, const char *cwd)
 	    "inside the sandbox, with everything in it;\n"
 	    "  cd into a project directory (or pass --rw %s to mean it)\n",
 	    cwd, cwd);
+	return -1;
+}
+
+/*
+ * The --proxy socket's directory is hidden inside (it may hold the admin
+ * socket): refuse one that must stay visible, "/", the working directory
+ * or a --rw/--ro path.  Fills st->proxydir; 0 or -1.
+ */
+static int
+proxydir_check(struct run_state *st, const char *cwd)
+{
+	char *slash;
+	size_t i;
+	int bad;
+
+	snprintf(st->proxydir, sizeof(st->proxydir), "%s", st->proxyrp);
+	slash = strrchr(st->proxydir, '/');
+	if (slash == NULL)
+		return -1;	/* realpath() is absolute */
+	if (slash == st->proxydir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	bad = strcmp(st->proxydir, "/") == 0 || strcmp(st->proxydir, cwd) == 0;
+	for (i = 0; i < st->o.rw.n; i++)
+		bad |= strcmp(st->proxydir, st->o.rw.v[i]) == 0;
+	for (i = 0; i < st->o.ro.n; i++)
+		bad |= strcmp(st->proxydir, st->o.ro.v[i]) == 0;
+	if (!bad)
+		return 0;
+	fprintf(stderr, "egressd: --proxy %s: its directory %s is hidden "
+	    "inside the sandbox (only the socket is bound in), so it cannot "
+	    "be the working directory, a --rw/--ro path or /;\n"
+	    "  put the socket in a directory of its own\n", st->proxyrp,
+	    st->proxydir);
 	return -1;
 }
 
@@ -902,10 +938,25 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	spec.ro = &st->o.ro;
 	spec.homes = &homes;
 	spec.libs = &keep;
-	if (st->o.proxy != NULL)
+	if (st->o.proxy != NULL) {
 		spec.sockfile = st->proxyrp;
-	else
+		spec.hostdir = st->proxydir;
+	} else {
 		spec.sockdir = st->sockdir;
+		spec.hostdir = st->privdir;
+	}
+	/* one already hidden (/tmp, a home) needs nothing, unless bound */
+	covered = eg_sb_path_under(spec.hostdir, cwd);
+	for (j = 0; j < st->o.rw.n; j++)
+		covered |= eg_sb_path_under(spec.hostdir, st->o.rw.v[j]);
+	for (j = 0; j < st->o.ro.n; j++)
+		covered |= eg_sb_path_under(spec.hostdir, st->o.ro.v[j]);
+	for (j = 0; !covered && j < hidden.n; j++) {
+		if (eg_sb_path_under(spec.hostdir, hidden.v[j])) {
+			spec.hostdir = NULL;
+			break;
+		}
+	}
 	spec.ready_fd = ready_fd;
 	spec.cmd = st->o.cmd;
 	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
@@ -1099,6 +1150,10 @@ run_main(int argc, char *argv[])
 	    stat(st.proxyrp, &sst) == -1 || !S_ISSOCK(sst.st_mode))) {
 		fprintf(stderr, "egressd: --proxy %s: not a Unix socket\n",
 		    st.o.proxy);
+		goto done;
+	}
+	if (st.o.proxy != NULL && bwrap && proxydir_check(&st, cwd) == -1) {
+		rc = 2;
 		goto done;
 	}
 	if (!bwrap)

@@ -88,6 +88,7 @@ struct sb_bwrap_spec {
 	const struct sb_strv *libs;	/* bound read-only, same path */
 	const char	*sockdir;	/* in-process proxy's dir, or */
 	const char	*sockfile;	/* --proxy: the socket itself */
+	const char	*hostdir;	/* the socket's host dir: hidden */
 	int		 ready_fd;	/* relay reports readiness */
 	char *const	*cmd;		/* NULL-terminated */
 };
