@@ -113,7 +113,8 @@ static const char run_help[] =
 "  --env NAME=VALUE      set NAME for CMD (repeatable)\n"
 "  --timeout SECONDS     stop CMD's whole process tree after SECONDS\n"
 "                        (SIGTERM, 2 s grace, SIGKILL) and exit 124\n"
-"  --audit PATH          keep the audit log there (default: discarded)\n"
+"  --audit PATH          keep the audit log there (default: the\n"
+"                        configuration's audit_log, else discarded)\n"
 "  -h, --help            this text\n"
 "\n"
 "Environment: variables whose name contains TOKEN, SECRET, PASSWORD,\n"
@@ -774,10 +775,12 @@ proxy_start(struct run_state *st)
 		return 1;
 	}
 	egress_set_log_cb(st->ex, on_log, NULL);
+	/* --audit, else the configuration's audit_log, else discarded */
 	if (st->o.audit != NULL)
 		snprintf(st->auditpath, sizeof(st->auditpath), "%s",
 		    st->o.audit);
-	else {
+	else if (egress_get_option(st->ex, "audit_log", st->auditpath,
+	    sizeof(st->auditpath)) != 1) {
 		snprintf(st->auditpath, sizeof(st->auditpath),
 		    "%s/audit.log", st->privdir);
 		st->audit_tmp = 1;
@@ -1255,7 +1258,9 @@ run_main(int argc, char *argv[])
 		fprintf(stderr, "egressd: %llu allowed, %llu blocked, %llu "
 		    "failed \xe2\x80\x94 audit: %s\n", st.cnt.allow,
 		    st.cnt.block, st.cnt.fail, st.audit_tmp ?
-		    "not kept (--audit PATH keeps it)" : st.auditpath);
+		    "not kept (--audit PATH or audit_log keeps it)" :
+		    strcmp(st.auditpath, "-") == 0 ? "standard output" :
+		    st.auditpath);
 done:
 	cleanup(&st);
 	if (rp[0] != -1)
