@@ -697,7 +697,7 @@ struct run_state {
 	char			 auditpath[PATH_MAX + 16];
 	int			 audit_tmp;
 	char			 proxyrp[PATH_MAX];	/* --proxy */
-	char			 proxydir[PATH_MAX];	/* its directory */
+	char			 proxydir[PATH_MAX];	/* its folder */
 };
 
 /*
