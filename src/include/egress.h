@@ -123,6 +123,15 @@ EGRESS_API int	egress_set_option(struct egress *ex, const char *key,
 		    const char *value);
 
 /*
+ * Copy the value of a setting, with every override applied, to buf.  Only
+ * "audit_log" for now.  Returns 1 when the file or egress_set_option()
+ * gave it, 0 when it is the default, -1 for another key or a buffer too
+ * small (the reason in egress_errmsg()).
+ */
+EGRESS_API int	egress_get_option(struct egress *ex, const char *key,
+		    char *buf, size_t len);
+
+/*
  * Validate the configuration with every override applied (the initial
  * phase exists, there is a listener, ...).  egress_start() does this too.
  * On error, egress_errmsg() holds every problem, one per line.

@@ -512,6 +512,8 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 			    "expected a socket path or ADDR:PORT");
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_STR:
+		if (k->sect == KS_PROXY && k->off == C(audit_log))
+			ps->cfg->audit_log_set = 1;
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_PHASE:
 		if (!eg_phase_name_ok(val, len))

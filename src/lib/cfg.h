@@ -44,6 +44,7 @@ struct eg_cfg {
 	char		*admin_token_file;
 	unsigned	 audit_ring;
 	char		*audit_log;	/* "-" = stdout */
+	int		 audit_log_set;	/* given, not the default */
 	int		 audit_json;
 	char		*phase;		/* initial phase name */
 	uint16_t	*ports;		size_t nports;

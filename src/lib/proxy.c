@@ -1039,6 +1039,23 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
 }
 
 int
+egress_get_option(struct egress *ex, const char *key, char *buf, size_t len)
+{
+	int n, set;
+
+	if (strcmp(key, "audit_log") != 0)
+		return set_err(ex, "egress_get_option: unknown key '%s'", key);
+	pthread_rwlock_rdlock(&ex->lock);
+	n = snprintf(buf, len, "%s", ex->cfg->audit_log);
+	set = ex->cfg->audit_log_set;
+	pthread_rwlock_unlock(&ex->lock);
+	if (n < 0 || (size_t)n >= len)
+		return set_err(ex, "egress_get_option: buffer too small for "
+		    "'%s'", key);
+	return set;
+}
+
+int
 egress_phase(struct egress *ex, char *buf, size_t len)
 {
 	const struct eg_phase *p;

@@ -180,6 +180,7 @@ test_good(void)
 	    "admin_token_file");
 	is_int(cfg->audit_ring, 2048, "audit_ring");
 	is_str(cfg->audit_log, "/var/log/egressd/audit.log", "audit_log");
+	is_int(cfg->audit_log_set, 1, "audit_log given (egressd run uses it)");
 	is_int(cfg->audit_json, 1, "audit_format json");
 	is_str(cfg->phase, "agent", "phase");
 	is_int(cfg->nports, 2, "ports deduplicated");
@@ -405,6 +406,7 @@ test_defaults(void)
 	    cfg->dns_servers == NULL, "admin, token, dns: no default");
 	is_int(cfg->audit_ring, 1024, "audit_ring 1024");
 	is_str(cfg->audit_log, "-", "audit_log -");
+	is_int(cfg->audit_log_set, 0, "audit_log is the default, not given");
 	is_int(cfg->audit_json, 0, "audit_format text");
 	ok(cfg->nports == 1 && cfg->ports[0] == 443, "ports 443");
 	ok(cfg->deny_private && cfg->plain_http && cfg->sni_check &&
@@ -567,6 +569,7 @@ test_override(void)
 	is_int(eg_cfg_override(cfg, "audit_log", "/tmp/audit.log", &err), 0,
 	    "audit_log");
 	is_str(cfg->audit_log, "/tmp/audit.log", "audit_log set");
+	is_int(cfg->audit_log_set, 1, "an audit_log override counts as given");
 	is_int(eg_cfg_override(cfg, "audit_format", "json", &err), 0,
 	    "audit_format");
 	is_int(cfg->audit_json, 1, "audit_format set");

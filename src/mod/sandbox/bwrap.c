@@ -206,6 +206,35 @@ eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 	fclose(fp);
 }
 
+/*
+ * The binds of the working directory, --rw, --ro and the libraries, in
+ * that order (later ones go on top); with under set, only those strictly
+ * below it.
+ */
+static void
+add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
+    const char *under)
+{
+	size_t i;
+
+#define BIND(opt, p) do {						\
+	if (under == NULL || (eg_sb_path_under((p), under) &&		\
+	    strcmp((p), under) != 0)) {					\
+		eg_sb_strv_add(a, (opt));				\
+		eg_sb_strv_add(a, (p));					\
+		eg_sb_strv_add(a, (p));					\
+	}								\
+} while (0)
+	for (i = 0; s->libs != NULL && i < s->libs->n; i++)
+		BIND("--ro-bind", s->libs->v[i]);
+	BIND("--bind", s->cwd);
+	for (i = 0; s->rw != NULL && i < s->rw->n; i++)
+		BIND("--bind", s->rw->v[i]);
+	for (i = 0; s->ro != NULL && i < s->ro->n; i++)
+		BIND("--ro-bind", s->ro->v[i]);
+#undef BIND
+}
+
 int
 eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
@@ -217,6 +246,13 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	eg_sb_strv_add(a, "--unshare-all");	/* network included */
 	eg_sb_strv_add(a, "--die-with-parent");
 	eg_sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	/*
+	 * No capability at all, even as root: with them, root inside could
+	 * remount / read-write or unmount the tmpfs that hide /run and the
+	 * homes.  (The relay sets no_new_privs before it runs the command.)
+	 */
+	eg_sb_strv_add(a, "--cap-drop");
+	eg_sb_strv_add(a, "ALL");
 	eg_sb_strv_add(a, "--ro-bind");
 	eg_sb_strv_add(a, "/");
 	eg_sb_strv_add(a, "/");
@@ -233,23 +269,20 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 		eg_sb_strv_add(a, "--tmpfs");
 		eg_sb_strv_add(a, s->homes->v[i]);
 	}
-	for (i = 0; s->libs != NULL && i < s->libs->n; i++) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->libs->v[i]);
-		eg_sb_strv_add(a, s->libs->v[i]);
-	}
-	eg_sb_strv_add(a, "--bind");
-	eg_sb_strv_add(a, s->cwd);
-	eg_sb_strv_add(a, s->cwd);
-	for (i = 0; s->rw != NULL && i < s->rw->n; i++) {
-		eg_sb_strv_add(a, "--bind");
-		eg_sb_strv_add(a, s->rw->v[i]);
-		eg_sb_strv_add(a, s->rw->v[i]);
-	}
-	for (i = 0; s->ro != NULL && i < s->ro->n; i++) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->ro->v[i]);
-		eg_sb_strv_add(a, s->ro->v[i]);
+	add_binds(s, a, NULL);
+	/*
+	 * The socket's host directory may hold other sockets (a running
+	 * egressd's admin.sock next to its proxy.sock, in /srv or /var/lib
+	 * that / shows): an empty tmpfs goes over it, and the binds below
+	 * it go on top again.  The caller refuses a directory that is "/",
+	 * the working directory or a --rw/--ro path.
+	 */
+	if (s->hostdir != NULL) {
+		eg_sb_strv_add(a, "--tmpfs");
+		eg_sb_strv_add(a, s->hostdir);
+		add_binds(s, a, s->hostdir);
+		eg_sb_strv_add(a, "--remount-ro");
+		eg_sb_strv_add(a, s->hostdir);
 	}
 	/* an audit log in a writable path: read-only, on top of them all */
 	if (s->audit != NULL) {

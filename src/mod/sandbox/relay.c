@@ -538,6 +538,12 @@ eg_sb_relay_main(int argc, char *argv[])
 	}
 	if (rfd != -1)
 		(void)fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
+	/* nothing the command executes gains privileges (setuid, caps) */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		fprintf(stderr, "egressd relay: prctl(PR_SET_NO_NEW_PRIVS): "
+		    "%s\n", strerror(errno));
+		return 3;
+	}
 
 	lfd = eg_sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
 	if (lfd == -1) {

@@ -116,7 +116,8 @@ static const char run_help[] =
 "  --env NAME=VALUE      set NAME for CMD (repeatable)\n"
 "  --timeout SECONDS     stop CMD's whole process tree after SECONDS\n"
 "                        (SIGTERM, 2 s grace, SIGKILL) and exit 124\n"
-"  --audit PATH          keep the audit log there (default: discarded)\n"
+"  --audit PATH          keep the audit log there (default: the\n"
+"                        configuration's audit_log, else discarded)\n"
 "  -h, --help            this text\n"
 "\n"
 "Environment: variables whose name contains TOKEN, SECRET, PASSWORD,\n"
@@ -801,6 +802,7 @@ struct run_state {
 	char			 auditpath[PATH_MAX + 16];
 	int			 audit_tmp;
 	char			 proxyrp[PATH_MAX];	/* --proxy */
+	char			 proxydir[PATH_MAX];	/* its folder */
 };
 
 /*
@@ -826,6 +828,41 @@ check_cwd(const struct run_opts *o, const char *cwd)
 	return -1;
 }
 
+/*
+ * The --proxy socket's directory is hidden inside (it may hold the admin
+ * socket): refuse one that must stay visible, "/", the working directory
+ * or a --rw/--ro path.  Fills st->proxydir; 0 or -1.
+ */
+static int
+proxydir_check(struct run_state *st, const char *cwd)
+{
+	char *slash;
+	size_t i;
+	int bad;
+
+	snprintf(st->proxydir, sizeof(st->proxydir), "%s", st->proxyrp);
+	slash = strrchr(st->proxydir, '/');
+	if (slash == NULL)
+		return -1;	/* realpath() is absolute */
+	if (slash == st->proxydir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	bad = strcmp(st->proxydir, "/") == 0 || strcmp(st->proxydir, cwd) == 0;
+	for (i = 0; i < st->o.rw.n; i++)
+		bad |= strcmp(st->proxydir, st->o.rw.v[i]) == 0;
+	for (i = 0; i < st->o.ro.n; i++)
+		bad |= strcmp(st->proxydir, st->o.ro.v[i]) == 0;
+	if (!bad)
+		return 0;
+	fprintf(stderr, "egressd: --proxy %s: its directory %s is hidden "
+	    "inside the sandbox (only the socket is bound in), so it cannot "
+	    "be the working directory, a --rw/--ro path or /;\n"
+	    "  put the socket in a directory of its own\n", st->proxyrp,
+	    st->proxydir);
+	return -1;
+}
+
 static int
 proxy_start(struct run_state *st)
 {
@@ -843,10 +880,12 @@ proxy_start(struct run_state *st)
 		return 1;
 	}
 	egress_set_log_cb(st->ex, on_log, NULL);
+	/* --audit, else the configuration's audit_log, else discarded */
 	if (st->o.audit != NULL)
 		snprintf(st->auditpath, sizeof(st->auditpath), "%s",
 		    st->o.audit);
-	else {
+	else if (egress_get_option(st->ex, "audit_log", st->auditpath,
+	    sizeof(st->auditpath)) != 1) {
 		snprintf(st->auditpath, sizeof(st->auditpath),
 		    "%s/audit.log", st->privdir);
 		st->audit_tmp = 1;
@@ -1068,10 +1107,25 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	spec.ro = &st->o.ro;
 	spec.homes = &homes;
 	spec.libs = &keep;
-	if (st->o.proxy != NULL)
+	if (st->o.proxy != NULL) {
 		spec.sockfile = st->proxyrp;
-	else
+		spec.hostdir = st->proxydir;
+	} else {
 		spec.sockdir = st->sockdir;
+		spec.hostdir = st->privdir;
+	}
+	/* one already hidden (/tmp, a home) needs nothing, unless bound */
+	covered = eg_sb_path_under(spec.hostdir, cwd);
+	for (j = 0; j < st->o.rw.n; j++)
+		covered |= eg_sb_path_under(spec.hostdir, st->o.rw.v[j]);
+	for (j = 0; j < st->o.ro.n; j++)
+		covered |= eg_sb_path_under(spec.hostdir, st->o.ro.v[j]);
+	for (j = 0; !covered && j < hidden.n; j++) {
+		if (eg_sb_path_under(spec.hostdir, hidden.v[j])) {
+			spec.hostdir = NULL;
+			break;
+		}
+	}
 	spec.audit = audit[0] != '\0' ? audit : NULL;
 	spec.ready_fd = ready_fd;
 	spec.cmd = st->o.cmd;
@@ -1268,6 +1322,10 @@ run_main(int argc, char *argv[])
 		    st.o.proxy);
 		goto done;
 	}
+	if (st.o.proxy != NULL && bwrap && proxydir_check(&st, cwd) == -1) {
+		rc = 2;
+		goto done;
+	}
 	if (!bwrap)
 		fprintf(stderr, "egressd: warning: --sandbox none: no "
 		    "isolation; the command can reach the network and your "
@@ -1367,7 +1425,9 @@ run_main(int argc, char *argv[])
 		fprintf(stderr, "egressd: %llu allowed, %llu blocked, %llu "
 		    "failed \xe2\x80\x94 audit: %s\n", st.cnt.allow,
 		    st.cnt.block, st.cnt.fail, st.audit_tmp ?
-		    "not kept (--audit PATH keeps it)" : st.auditpath);
+		    "not kept (--audit PATH or audit_log keeps it)" :
+		    strcmp(st.auditpath, "-") == 0 ? "standard output" :
+		    st.auditpath);
 done:
 	cleanup(&st);
 	if (rp[0] != -1)

@@ -103,6 +103,7 @@ struct sb_bwrap_spec {
 	const char	*audit;		/* ro over itself, last; or NULL */
 	const char	*sockdir;	/* in-process proxy's dir, or */
 	const char	*sockfile;	/* --proxy: the socket itself */
+	const char	*hostdir;	/* the socket's host dir: hidden */
 	int		 ready_fd;	/* relay reports readiness */
 	char *const	*cmd;		/* NULL-terminated */
 };
