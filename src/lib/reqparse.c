@@ -25,6 +25,8 @@ struct hdr_info {
 	size_t	 host_idx;	/* index of the Host line in hdr[] */
 	int	 conn_close;	/* Connection: close */
 	int	 conn_keepalive;	/* Connection: keep-alive */
+	const char *conn_framing;	/* why, if Connection names a
+					   framing or routing header */
 };
 
 /* Output cursor for the head writers; overflows are sticky. */
@@ -169,10 +171,25 @@ parse_clen(const uint8_t *p, size_t n, int64_t *out)
 }
 
 /*
+ * The headers egressd itself frames or routes by.  A Connection header
+ * may not name them: the hop-by-hop filter would drop them on the way
+ * out, and the next hop would frame the message differently than egressd
+ * did (a body smuggled as a request nobody decided).
+ */
+static const struct {
+	const char	*name;
+	const char	*why;
+} framing_hdr[] = {
+	{ "content-length", "Connection names Content-Length" },
+	{ "transfer-encoding", "Connection names Transfer-Encoding" },
+	{ "host", "Connection names Host" }
+};
+
+/*
  * Walk the comma-separated list in a Connection value.  Every element
  * must be a token (empty elements are skipped).  With want == NULL, check
- * the syntax and note close / keep-alive in hi; otherwise return 1 if
- * the list names want (want_len bytes).
+ * the syntax and note close / keep-alive and any framing header named
+ * in hi; otherwise return 1 if the list names want (want_len bytes).
  */
 static int
 conn_tokens(const uint8_t *v, size_t n, struct hdr_info *hi,
@@ -205,6 +222,9 @@ conn_tokens(const uint8_t *v, size_t n, struct hdr_info *hi,
 				hi->conn_close = 1;
 			else if (ieq(v + s, e - s, "keep-alive"))
 				hi->conn_keepalive = 1;
+			for (k = 0; k < nitems(framing_hdr); k++)
+				if (ieq(v + s, e - s, framing_hdr[k].name))
+					hi->conn_framing = framing_hdr[k].why;
 		}
 		i++;		/* past ',' (or past the end) */
 	}
@@ -295,6 +315,8 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 	*head_len = eol + 2;
 	if (hi->ncl && hi->nte)
 		return bad(why, "Content-Length with Transfer-Encoding");
+	if (hi->conn_framing != NULL)
+		return bad(why, hi->conn_framing);
 	return EG_PARSE_OK;
 }
 

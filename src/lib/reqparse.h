@@ -63,7 +63,10 @@ enum eg_parse	eg_head_scan(const uint8_t *buf, size_t len, size_t *scan,
  * needs the absolute form with scheme "http".  For the absolute form,
  * Content-Length / Transfer-Encoding are validated (duplicates, both at
  * once, anything but exactly "chunked" are bad) and a Host header that
- * names another host than the URL is bad.  *why gets a static reason.
+ * names another host than the URL is bad.  For both forms (and for
+ * responses) a Connection header that names Content-Length,
+ * Transfer-Encoding or Host is bad: the hop-by-hop filter would drop the
+ * header egressd framed or routed by.  *why gets a static reason.
  */
 enum eg_parse	eg_req_parse(const uint8_t *buf, size_t len,
 		    struct eg_req *req, const char **why);

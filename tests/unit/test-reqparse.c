@@ -337,6 +337,58 @@ test_headers(void)
 	ok(R.close, "1.0 without keep-alive closes");
 	req("CONNECT h:443 HTTP/1.1\r\nConnection: a b\r\n\r\n",
 	    EG_PARSE_BAD, "Connection value not a token list");
+	req("CONNECT h:443 HTTP/1.1\r\nConnection: Host\r\n\r\n",
+	    EG_PARSE_BAD, "CONNECT: Connection names Host");
+}
+
+/*
+ * Connection may not name a header egressd frames or routes by: the
+ * hop-by-hop filter would drop it, and the origin would read the body
+ * as a request egressd never decided.
+ */
+static void
+test_conn_framing(void)
+{
+	enum eg_parse r;
+	const char *why;
+	const char *s;
+
+	req("POST http://h/ HTTP/1.1\r\nConnection: content-length\r\n"
+	    "Content-Length: 5\r\n\r\n", EG_PARSE_BAD,
+	    "Connection: content-length");
+	s = "POST http://h/ HTTP/1.1\r\nContent-Length: 5\r\n"
+	    "Connection: Content-Length\r\n\r\n";
+	r = run_req(s, strlen(s), &R, &why);
+	ok(r == EG_PARSE_BAD && why != NULL &&
+	    strstr(why, "Content-Length") != NULL,
+	    "the reason names Content-Length");
+	if (why != NULL)
+		diag("reason: %s", why);
+	req("POST http://h/ HTTP/1.1\r\nConnection: close, CONTENT-LENGTH\r\n"
+	    "Content-Length: 5\r\n\r\n", EG_PARSE_BAD,
+	    "Connection list naming Content-Length, upper case");
+	req("POST http://h/ HTTP/1.1\r\nConnection: transfer-encoding\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n", EG_PARSE_BAD,
+	    "Connection: transfer-encoding");
+	req("GET http://h/ HTTP/1.1\r\nHost: h\r\nConnection: host\r\n\r\n",
+	    EG_PARSE_BAD, "Connection: host");
+	req("GET http://h/ HTTP/1.1\r\nConnection: keep-alive\r\n"
+	    "Connection: , Host ,\r\n\r\n", EG_PARSE_BAD,
+	    "second Connection line naming Host, with OWS and empty elements");
+	req("GET http://h/ HTTP/1.1\r\nConnection: content-length\r\n\r\n",
+	    EG_PARSE_BAD, "Connection names Content-Length that is absent");
+	req("GET http://h/ HTTP/1.1\r\nConnection: content-lengthx, x-host,"
+	    " host-x\r\n\r\n", EG_PARSE_OK,
+	    "names that only look like framing headers are fine");
+	req("GET http://h/ HTTP/1.1\r\nConnection: keep-alive, x-a, te, "
+	    "proxy-authorization\r\n\r\n", EG_PARSE_OK,
+	    "other names are fine");
+	resp("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Connection: content-length\r\n\r\n", EG_PARSE_BAD,
+	    "a response naming Content-Length in Connection");
+	resp("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "Connection: Transfer-Encoding\r\n\r\n", EG_PARSE_BAD,
+	    "a response naming Transfer-Encoding in Connection");
 }
 
 static void
@@ -697,6 +749,7 @@ main(void)
 	test_headers();
 	test_absolute();
 	test_resp();
+	test_conn_framing();
 	test_chunk();
 	return done_testing();
 }
