@@ -639,6 +639,20 @@ conn_raw_target(struct eg_conn *c)
 	hh->len = n;
 }
 
+/*
+ * The target of a head the parser refused: the parsed host and port when
+ * the request line was good (a bad header came later), else the raw one.
+ */
+static void
+conn_bad_target(struct eg_conn *c)
+{
+	if (c->h->req.target_ok) {
+		c->host = c->h->req.host;
+		c->port = c->h->req.port;
+	} else
+		conn_raw_target(c);
+}
+
 static void	conn_decide(struct eg_conn *);
 
 static enum eg_io_res
@@ -692,13 +706,13 @@ conn_do_head(struct eg_conn *c)
 	memset(&h->req, 0, sizeof(h->req));
 	r = eg_req_parse(h->buf, hl, &h->req, &why);
 	if (r == EG_PARSE_TOOBIG) {
-		conn_raw_target(c);
+		conn_bad_target(c);
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 431,
 		    "egressd: too many request headers");
 		return IO_OK;
 	}
 	if (r != EG_PARSE_OK) {
-		conn_raw_target(c);
+		conn_bad_target(c);
 		conn_bad(c, 400, why ? why : "malformed request");
 		return IO_OK;
 	}

@@ -468,15 +468,37 @@ test_absolute(void)
 	    EG_PARSE_OK, "Host with default port");
 	req("GET http://example.com:8080/ HTTP/1.1\r\n"
 	    "Host: example.com:8080\r\n\r\n", EG_PARSE_OK, "Host with port");
-	req("GET http://example.com/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
-	    EG_PARSE_BAD, "Host differs");
+	/* the URL decides (RFC 9112 3.2.2): a valid Host that differs is
+	 * replaced by the URL's authority, not refused */
+	s = "GET http://example.com/ HTTP/1.1\r\nHost: evil.com\r\n"
+	    "Accept: */*\r\n\r\n";
+	req(s, EG_PARSE_OK, "Host differs: the URL decides");
+	ok(strcmp(R.host.name, "example.com") == 0 && R.port == 80,
+	    "Host differs: target is the URL's");
+	n = eg_req_origin_head((const uint8_t *)s, &R, 0, out, sizeof(out));
+	ok(n > 0 && has(out, (size_t)n, "\r\nHost: example.com\r\n") &&
+	    !has(out, (size_t)n, "evil"),
+	    "Host differs: forwarded Host is the URL's, the client's is gone");
+	s = "GET http://evil.com:8080/ HTTP/1.1\r\nHost: example.com\r\n\r\n";
+	req(s, EG_PARSE_OK, "Host differs the other way");
+	ok(strcmp(R.host.name, "evil.com") == 0 && R.port == 8080,
+	    "the URL's host and port, not Host's");
+	n = eg_req_origin_head((const uint8_t *)s, &R, 0, out, sizeof(out));
+	ok(n > 0 && has(out, (size_t)n, "\r\nHost: evil.com:8080\r\n") &&
+	    !has(out, (size_t)n, "example.com"),
+	    "forwarded Host: evil.com:8080, one Host only");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com:81\r\n\r\n",
-	    EG_PARSE_BAD, "Host port differs");
+	    EG_PARSE_OK, "Host port differs: replaced");
 	req("GET http://example.com:8080/ HTTP/1.1\r\n"
 	    "Host: example.com\r\n\r\n",
-	    EG_PARSE_BAD, "Host lacks the URL's port");
+	    EG_PARSE_OK, "Host lacks the URL's port: replaced");
+	/* but it must still be one valid Host (RFC 9112 3.2) */
 	req("GET http://example.com/ HTTP/1.1\r\nHost: \r\n\r\n",
 	    EG_PARSE_BAD, "empty Host");
+	req("GET http://example.com/ HTTP/1.1\r\nHost: 127.1\r\n\r\n",
+	    EG_PARSE_BAD, "Host with a short IPv4 spelling");
+	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com:x\r\n"
+	    "\r\n", EG_PARSE_BAD, "Host with a bad port");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: u@example.com\r\n\r\n",
 	    EG_PARSE_BAD, "Host with userinfo");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n"
