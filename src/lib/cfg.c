@@ -760,6 +760,9 @@ cfg_reader(char *str, int num, void *arg)
 		e = nl != NULL ? nl : ps->end;
 		ps->p = nl != NULL ? nl + 1 : ps->end;
 		ps->line++;
+		/* a CRLF line end is a line end: a CRLF file reads as LF */
+		if (e > s && e[-1] == '\r')
+			e--;
 
 		if (ps->line == 1 && e - s >= 3 &&
 		    memcmp(s, "\xef\xbb\xbf", 3) == 0)

@@ -431,6 +431,7 @@ test_defaults(void)
 static void
 test_syntax(void)
 {
+	size_t i;
 	struct eg_errs errs = { 0 };
 	struct eg_cfg *cfg;
 	const struct eg_phase *p;
@@ -465,6 +466,45 @@ test_syntax(void)
 	    strcmp(p->rules[1].text, "b.example") == 0,
 	    "inline comment stripped from the value");
 	eg_cfg_unref(cfg);
+
+	/* A CRLF file reads as the same file with LF: blank lines, blank
+	 * lines with spaces, comments and a last line without a newline. */
+	cfg = parse_str("[proxy]\r\nlisten = 127.0.0.1:3128\r\n"
+	    "\r\n"
+	    "[hosts]\r\n"
+	    "a.example = 192.0.2.1\r\n"
+	    "   \r\n"
+	    "\t\r\n"
+	    "; comment\r\n"
+	    "\r\n"
+	    "[phase:a]\r\n"
+	    "\r\n"
+	    "allow = a.example b.example\r\n"
+	    "\r\n"
+	    "[phase:b]\r\n"
+	    "allow = c.example", &errs);
+	ok(cfg != NULL && errs.n == 0, "CRLF file with blank lines loads");
+	for (i = 0; i < errs.n; i++)
+		diag("error: %s", errs.msg[i]);
+	p = cfg ? eg_cfg_phase(cfg, "a") : NULL;
+	ok(p != NULL && p->nrules == 2 &&
+	    strcmp(p->rules[1].text, "b.example") == 0,
+	    "CRLF: values carry no CR");
+	ok(cfg != NULL && eg_cfg_phase(cfg, "b") != NULL,
+	    "CRLF: the last section is read");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\r\n\r\nallow = a.example\r\nbogus\r\n",
+	    &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:4: "
+	    "expected 'key = value' or '[section]'") == 0,
+	    "CRLF: a real error is still reported, at its line");
+	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\r\nallow = a.ex\rample\r\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:2: "
+	    "control character in line") == 0,
+	    "a CR that does not end a line is still a control character");
+	eg_errs_clear(&errs);
 
 	cfg = parse_str("", &errs);
 	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0],
