@@ -1051,10 +1051,10 @@ cmd_reload(void)
 static char *
 read_token_file(const char *file)
 {
-	char buf[EG_TOKEN_MAX + 1], *t;
+	char buf[EG_TOKEN_MAX + 1], msg[512], *t;
 	const char *why;
 
-	if ((why = eg_token_read(file, buf)) != NULL) {
+	if ((why = eg_token_read(file, buf, msg, sizeof(msg))) != NULL) {
 		warnx_("--token-file %s: %s", file, why);
 		return NULL;
 	}
