@@ -81,17 +81,147 @@ static int json_out;		/* --json */
 static char *token;		/* TCP bearer token */
 static int tty_bold;		/* stdout is a terminal */
 
+/* --- terminal safety ------------------------------------------------------ */
+
+/*
+ * The length of the valid UTF-8 sequence at p (n bytes available), its
+ * code point in *cp; 0 if p does not start one (a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, cut short).
+ */
+static size_t
+utf8_seq(const unsigned char *p, size_t n, unsigned long *cp)
+{
+	static const unsigned long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	unsigned long c;
+	size_t len, i;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		c = p[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * Write n bytes of s to f so that they cannot drive a terminal: every
+ * control character, C0 (but \n where nl allows it), DEL and C1 (U+0080
+ * to U+009F, as UTF-8 or as a raw byte), and every byte that is not valid
+ * UTF-8, becomes \xHH (per byte); other text passes unchanged.
+ */
+static void
+put_esc(FILE *f, const char *s, size_t n, int nl)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i = 0, k, len;
+
+	while (i < n) {
+		len = utf8_seq(p + i, n - i, &cp);
+		if (len == 1 && (cp >= 0x20 || (nl && cp == '\n')) &&
+		    cp != 0x7f) {
+			putc((int)cp, f);
+		} else if (len > 1 && cp > 0x9f) {
+			fwrite(p + i, 1, len, f);
+		} else {
+			if (len == 0)
+				len = 1;
+			for (k = 0; k < len; k++)
+				fprintf(f, "\\x%02x", p[i + k]);
+		}
+		i += len;
+	}
+}
+
+/*
+ * Write a JSON text received from the server (n bytes) so that it stays
+ * the same JSON but cannot drive a terminal: inside strings, control
+ * characters (C0, DEL, C1) become \u00XX and bytes that are not UTF-8
+ * become \ufffd; outside strings only JSON white space passes, anything
+ * else that is not printable ASCII becomes '?'.
+ */
+static void
+put_json(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i = 0, len;
+	int in_str = 0, esc = 0;
+
+	while (i < n) {
+		len = utf8_seq(p + i, n - i, &cp);
+		if (len == 0) {
+			fputs(in_str ? "\\ufffd" : "?", f);
+			i++;
+			esc = 0;
+			continue;
+		}
+		if (!in_str) {
+			if (cp == '"')
+				in_str = 1;
+			if ((cp >= 0x20 && cp < 0x7f) || cp == '\n' ||
+			    cp == '\t' || cp == '\r')
+				putc((int)cp, f);
+			else
+				putc('?', f);
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			/* after a lone backslash (not valid JSON anyway)
+			 * this reads as an escaped backslash: still JSON */
+			fprintf(f, "\\u%04lx", cp);
+			esc = 0;
+		} else {
+			fwrite(p + i, 1, len, f);
+			if (esc)
+				esc = 0;
+			else if (cp == '\\')
+				esc = 1;
+			else if (cp == '"')
+				in_str = 0;
+		}
+		i += len;
+	}
+}
+
 /* --- errors -------------------------------------------------------------- */
 
 static void
 warnx_(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/* Messages carry the server's words and the user's: escaped too. */
 static void
 vwarnx_(const char *fmt, va_list ap)
 {
+	char buf[4096];
+	int n;
+
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
 	fputs("egressctl: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	put_esc(stderr, buf, (size_t)n, 0);
 	fputc('\n', stderr);
 }
 
@@ -656,13 +786,12 @@ jnum(const struct jv *o, const char *key)
 
 /* --- output -------------------------------------------------------------- */
 
-/* Print s with control characters replaced, so answers cannot drive
- * the terminal. */
+/* Print s with control characters escaped (put_esc()), so answers
+ * cannot drive the terminal. */
 static void
 put_safe(const char *s)
 {
-	for (; *s != '\0'; s++)
-		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	put_esc(stdout, s, strlen(s), 0);
 }
 
 static void
@@ -702,14 +831,18 @@ refused(const char *what, const struct resp *r)
 	size_t i;
 
 	if (json_out)
-		fwrite(r->body, 1, r->len, stdout);
+		put_json(stdout, r->body, r->len);
 	if (json_parse(r->body, r->len, &v) == 0) {
 		if ((e = jget(&v, "errors")) != NULL && e->t == J_ARR) {
 			warnx_("%s refused (%d); the old configuration stays:",
 			    what, r->status);
 			for (i = 0; i < e->n; i++)
-				if (e->kids[i].t == J_STR)
-					fprintf(stderr, "  %s\n", e->kids[i].s);
+				if (e->kids[i].t == J_STR) {
+					fputs("  ", stderr);
+					put_esc(stderr, e->kids[i].s,
+					    strlen(e->kids[i].s), 0);
+					fputc('\n', stderr);
+				}
 		} else
 			warnx_("%s: %s (HTTP %d)", what, jstr(&v, "error"),
 			    r->status);
@@ -740,7 +873,7 @@ call(const char *what, const char *method, const char *path,
 		return rc;
 	}
 	if (json_out) {
-		fwrite(r.body, 1, r.len, stdout);
+		put_json(stdout, r.body, r.len);
 		if (r.len == 0 || r.body[r.len - 1] != '\n')
 			putchar('\n');
 		free(r.raw);
@@ -911,7 +1044,9 @@ cmd_phases(void)
 			fputs("  ", stdout);
 			put_pad(jstr(p, "name"), w);
 		}
-		printf("  %-7s  ", jstr(p, "mode"));
+		fputs("  ", stdout);
+		put_pad(jstr(p, "mode"), 7);
+		fputs("  ", stdout);
 		{
 			char ind[128];
 
@@ -936,11 +1071,18 @@ put_event(const struct jv *e)
 	char target[300];
 	size_t i;
 
-	printf("%6s  %-24s  ", jstr(e, "seq"), jstr(e, "ts"));
+	for (i = strlen(jstr(e, "seq")); i < 6; i++)
+		putchar(' ');
+	put_pad(jstr(e, "seq"), 0);
+	fputs("  ", stdout);
+	put_pad(jstr(e, "ts"), 24);
+	fputs("  ", stdout);
 	put_pad(ev, 5);
 	putchar(' ');
 	if (strcmp(ev, "PHASE") == 0)
 		snprintf(target, sizeof(target), "%s", jstr(e, "phase"));
+	else if (jnum(e, "port") == 0)	/* a target that did not parse */
+		snprintf(target, sizeof(target), "%s", jstr(e, "host"));
 	else
 		snprintf(target, sizeof(target), "%s:%s", jstr(e, "host"),
 		    jstr(e, "port"));
@@ -1016,7 +1158,7 @@ cmd_audit(uint64_t since, unsigned limit, int follow)
 			if (seq > since)
 				since = seq;
 			if (json_out) {
-				fwrite(e->raw, 1, e->rawlen, stdout);
+				put_json(stdout, e->raw, e->rawlen);
 				putchar('\n');
 			} else
 				put_event(e);
@@ -1051,10 +1193,10 @@ cmd_reload(void)
 static char *
 read_token_file(const char *file)
 {
-	char buf[EG_TOKEN_MAX + 1], *t;
+	char buf[EG_TOKEN_MAX + 1], msg[512], *t;
 	const char *why;
 
-	if ((why = eg_token_read(file, buf)) != NULL) {
+	if ((why = eg_token_read(file, buf, msg, sizeof(msg))) != NULL) {
 		warnx_("--token-file %s: %s", file, why);
 		return NULL;
 	}

@@ -811,14 +811,14 @@ listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
 static int
 read_token(struct eg_admin *ad, const char *file, struct eg_err *err)
 {
-	char buf[EG_TOKEN_MAX + 1];
+	char buf[EG_TOKEN_MAX + 1], msg[512];
 	const char *why;
 	size_t len;
 
 	if (file == NULL)
 		return eg_err_set(err, EINVAL, "admin on TCP requires "
 		    "admin_token_file");
-	if ((why = eg_token_read(file, buf)) != NULL)
+	if ((why = eg_token_read(file, buf, msg, sizeof(msg))) != NULL)
 		return eg_err_set(err, EINVAL, "admin_token_file %s: %s",
 		    file, why);
 	len = strlen(buf);

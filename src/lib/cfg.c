@@ -762,6 +762,9 @@ cfg_reader(char *str, int num, void *arg)
 		e = nl != NULL ? nl : ps->end;
 		ps->p = nl != NULL ? nl + 1 : ps->end;
 		ps->line++;
+		/* a CRLF line end is a line end: a CRLF file reads as LF */
+		if (e > s && e[-1] == '\r')
+			e--;
 
 		if (ps->line == 1 && e - s >= 3 &&
 		    memcmp(s, "\xef\xbb\xbf", 3) == 0)
@@ -1062,6 +1065,8 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 			perr(&ps, "out of memory");
 	}
 	admin_line = ps.seen[key_find(KS_PROXY, "admin") - keys];
+	cfg->admin_token_line = ps.seen[key_find(KS_PROXY,
+	    "admin_token_file") - keys];
 	if (admin_is_tcp(cfg->admin) && cfg->admin_token_file == NULL)
 		perr_at(&ps, admin_line, "admin on TCP (%s) requires "
 		    "admin_token_file", cfg->admin);
@@ -1195,6 +1200,8 @@ eg_cfg_override(struct eg_cfg *cfg, const char *key, const char *value,
 		kind = k->type == K_LISTEN ? EG_LISTEN_TCP : EG_LISTEN_UNIX;
 		drop_listeners(cfg, kind);
 	}
+	if (strcmp(k->name, "admin_token_file") == 0)
+		cfg->admin_token_line = 0;	/* no longer the file's */
 	return key_set(&ps, k, cfg, value);
 }
 
@@ -1209,6 +1216,17 @@ eg_cfg_check(const struct eg_cfg *cfg, struct eg_errs *errs)
 	if (admin_is_tcp(cfg->admin) && cfg->admin_token_file == NULL)
 		rc = eg_errs_add(errs, "%s:0: admin on TCP (%s) requires "
 		    "admin_token_file", cfg->file, cfg->admin);
+	/* the file the TCP admin will read: the same rules, at -t time */
+	if (admin_is_tcp(cfg->admin) && cfg->admin_token_file != NULL) {
+		char tok[EG_TOKEN_MAX + 1], msg[512];
+
+		if (eg_token_read(cfg->admin_token_file, tok, msg,
+		    sizeof(msg)) != NULL)
+			rc = eg_errs_add(errs, "%s:%d: admin_token_file %s: "
+			    "%s", cfg->file, cfg->admin_token_line,
+			    cfg->admin_token_file, msg);
+		explicit_bzero(tok, sizeof(tok));
+	}
 	if (cfg->nlisten == 0)
 		rc = eg_errs_add(errs, "%s:0: no listener", cfg->file);
 	return rc;

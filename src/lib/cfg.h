@@ -42,6 +42,7 @@ struct eg_cfg {
 	char		*admin;		/* path or ADDR:PORT; NULL: default */
 	mode_t		 admin_mode;
 	char		*admin_token_file;
+	int		 admin_token_line;	/* its line; 0: an override */
 	unsigned	 audit_ring;
 	char		*audit_log;	/* "-" = stdout */
 	int		 audit_log_set;	/* given, not the default */

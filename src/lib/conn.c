@@ -512,12 +512,48 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 	conn_refuse(c, status, t == EGRESS_EV_FAIL ? "FAIL" : "BLOCK", body);
 }
 
+/*
+ * The target a refusal body names: host:port once parsed, else the raw
+ * request-target of a head that could not be parsed (any byte but
+ * visible ASCII escaped as \xHH), else nothing (returns 0).
+ */
+static int
+conn_target_text(const struct eg_conn *c, char *buf, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)c->host.name;
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	if (c->host.len == 0)
+		return 0;
+	if (c->port != 0) {
+		snprintf(buf, len, "%s:%u", c->host.name, c->port);
+		return 1;
+	}
+	for (i = 0; i < c->host.len && o + 5 <= len; i++) {
+		if (p[i] > 0x20 && p[i] < 0x7f)
+			buf[o++] = (char)p[i];
+		else
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x",
+			    p[i]);
+	}
+	buf[o] = '\0';
+	return 1;
+}
+
+/* A refused head: 400 or 431 (bad_request) or 408 (timeout). */
 static void
 conn_bad(struct eg_conn *c, int status, const char *why)
 {
-	char body[256];
+	char body[512], t[EG_HOST_MAX + 64];	/* body fits the reply */
+	int has = conn_target_text(c, t, sizeof(t));
 
-	snprintf(body, sizeof(body), "egressd: bad request: %s", why);
+	if (status == 408)
+		snprintf(body, sizeof(body), "egressd: request%s%s timed "
+		    "out: %s", has ? " for " : "", t, why);
+	else
+		snprintf(body, sizeof(body), "egressd: bad request%s%s: %s",
+		    has ? " for " : "", t, why);
 	conn_deny(c, EGRESS_EV_BLOCK, status == 408 ? EG_R_TIMEOUT :
 	    EG_R_BAD_REQUEST, status, body);
 }
@@ -528,8 +564,9 @@ conn_policy_refusal(struct eg_conn *c, enum eg_match m, const char *phase)
 	char body[512];
 
 	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
-		snprintf(body, sizeof(body), "egressd: port %u is not allowed "
-		    "for %s in phase %s", c->port, c->host.name, phase);
+		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
+		    "in phase %s (port %u is not allowed for this host)",
+		    c->host.name, c->port, phase, c->port);
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_PORT_NOT_ALLOWED, 403, body);
 	} else {
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
@@ -639,6 +676,20 @@ conn_raw_target(struct eg_conn *c)
 	hh->len = n;
 }
 
+/*
+ * The target of a head the parser refused: the parsed host and port when
+ * the request line was good (a bad header came later), else the raw one.
+ */
+static void
+conn_bad_target(struct eg_conn *c)
+{
+	if (c->h->req.target_ok) {
+		c->host = c->h->req.host;
+		c->port = c->h->req.port;
+	} else
+		conn_raw_target(c);
+}
+
 static void	conn_decide(struct eg_conn *);
 
 static enum eg_io_res
@@ -663,8 +714,7 @@ conn_do_head(struct eg_conn *c)
 		}
 		if (h->len == cap) {
 			conn_raw_target(c);
-			conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 431,
-			    "egressd: request headers too large");
+			conn_bad(c, 431, "request headers too large");
 			return IO_OK;
 		}
 		n = recv(c->cio.fd, h->buf + h->len, cap - h->len, 0);
@@ -692,24 +742,23 @@ conn_do_head(struct eg_conn *c)
 	memset(&h->req, 0, sizeof(h->req));
 	r = eg_req_parse(h->buf, hl, &h->req, &why);
 	if (r == EG_PARSE_TOOBIG) {
-		conn_raw_target(c);
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 431,
-		    "egressd: too many request headers");
+		conn_bad_target(c);
+		conn_bad(c, 431, "too many request headers");
 		return IO_OK;
 	}
 	if (r != EG_PARSE_OK) {
-		conn_raw_target(c);
+		conn_bad_target(c);
 		conn_bad(c, 400, why ? why : "malformed request");
 		return IO_OK;
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
+	c->host = h->req.host;
+	c->port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
 		conn_bad(c, 400, "plain HTTP forwarding is disabled");
 		return IO_OK;
 	}
-	c->host = h->req.host;
-	c->port = h->req.port;
 	c->kept = 0;
 	conn_decide(c);
 	return IO_OK;
@@ -872,8 +921,8 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 	switch (r) {
 	case EG_R_DNS_FAILURE:
-		snprintf(body, sizeof(body), "egressd: cannot resolve %s (%s)",
-		    c->host.name, c->dns_reason);
+		snprintf(body, sizeof(body), "egressd: %s:%u does not resolve "
+		    "(%s)", c->host.name, c->port, c->dns_reason);
 		conn_deny(c, EGRESS_EV_FAIL, r, 502, body);
 		break;
 	case EG_R_CONNECT_TIMEOUT:
@@ -883,8 +932,8 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 		conn_deny(c, EGRESS_EV_FAIL, r, 504, body);
 		break;
 	case EG_R_PRIVATE_ADDRESS:
-		snprintf(body, sizeof(body), "egressd: %s resolves only to "
-		    "non-public addresses", c->host.name);
+		snprintf(body, sizeof(body), "egressd: %s:%u resolves only to "
+		    "non-public addresses", c->host.name, c->port);
 		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
 		break;
 	case EG_R_LOOP:
@@ -1841,8 +1890,7 @@ conn_timeout(void *arg)
 			return;
 		}
 		conn_raw_target(c);
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TIMEOUT, 408,
-		    "egressd: request headers not received in time");
+		conn_bad(c, 408, "request headers not received in time");
 		break;
 	case EG_CS_CONNECTING:
 		conn_fail(c, EG_R_CONNECT_TIMEOUT);
@@ -1946,7 +1994,8 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	/*
 	 * Each connection needs a second descriptor for its upstream (and a
 	 * pipe pair while splicing): refuse cleanly while there is room to
-	 * say so, instead of failing later with EMFILE.
+	 * say so, instead of failing later with EMFILE.  No request has
+	 * been read yet, so these bodies can name no target.
 	 */
 	if (active > c->cfg->max_connections || (ex->fd_limit > 0 &&
 	    (unsigned)fd + EG_FD_RESERVE >= ex->fd_limit)) {
@@ -2011,12 +2060,15 @@ void
 eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 {
 	struct eg_conn *c;
+	char body[512];
 
 	while ((c = w->conns) != NULL) {
 		if (!c->decided && (c->state == EG_CS_RESOLVING ||
 		    c->state == EG_CS_CONNECTING)) {
-			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503,
-			    "egressd: shutting down");
+			snprintf(body, sizeof(body), "egressd: %s:%u not "
+			    "reached: egressd is shutting down",
+			    c->host.name, c->port);
+			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
 			pend_flush(c, &c->u2c, c->cio.fd);
 		}
 		conn_close(c, why);

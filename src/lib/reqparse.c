@@ -25,6 +25,8 @@ struct hdr_info {
 	size_t	 host_idx;	/* index of the Host line in hdr[] */
 	int	 conn_close;	/* Connection: close */
 	int	 conn_keepalive;	/* Connection: keep-alive */
+	const char *conn_framing;	/* why, if Connection names a
+					   framing or routing header */
 };
 
 /* Output cursor for the head writers; overflows are sticky. */
@@ -169,10 +171,25 @@ parse_clen(const uint8_t *p, size_t n, int64_t *out)
 }
 
 /*
+ * The headers egressd itself frames or routes by.  A Connection header
+ * may not name them: the hop-by-hop filter would drop them on the way
+ * out, and the next hop would frame the message differently than egressd
+ * did (a body smuggled as a request nobody decided).
+ */
+static const struct {
+	const char	*name;
+	const char	*why;
+} framing_hdr[] = {
+	{ "content-length", "Connection names Content-Length" },
+	{ "transfer-encoding", "Connection names Transfer-Encoding" },
+	{ "host", "Connection names Host" }
+};
+
+/*
  * Walk the comma-separated list in a Connection value.  Every element
  * must be a token (empty elements are skipped).  With want == NULL, check
- * the syntax and note close / keep-alive in hi; otherwise return 1 if
- * the list names want (want_len bytes).
+ * the syntax and note close / keep-alive and any framing header named
+ * in hi; otherwise return 1 if the list names want (want_len bytes).
  */
 static int
 conn_tokens(const uint8_t *v, size_t n, struct hdr_info *hi,
@@ -205,6 +222,9 @@ conn_tokens(const uint8_t *v, size_t n, struct hdr_info *hi,
 				hi->conn_close = 1;
 			else if (ieq(v + s, e - s, "keep-alive"))
 				hi->conn_keepalive = 1;
+			for (k = 0; k < nitems(framing_hdr); k++)
+				if (ieq(v + s, e - s, framing_hdr[k].name))
+					hi->conn_framing = framing_hdr[k].why;
 		}
 		i++;		/* past ',' (or past the end) */
 	}
@@ -295,21 +315,24 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 	*head_len = eol + 2;
 	if (hi->ncl && hi->nte)
 		return bad(why, "Content-Length with Transfer-Encoding");
+	if (hi->conn_framing != NULL)
+		return bad(why, hi->conn_framing);
 	return EG_PARSE_OK;
 }
 
 /*
- * The host[:port] of a Host header must name what the URL names.  The
- * port defaults to 80, as for the URL.
+ * A Host header's value must be a valid host[:port] (RFC 9112 section
+ * 3.2).  Its content does not matter beyond that: for the absolute form
+ * the URL decides and the forwarded Host is the URL's authority.
  */
 static int
-host_matches(const uint8_t *v, size_t n, const struct eg_req *req)
+host_valid(const uint8_t *v, size_t n)
 {
 	struct eg_host h;
 	const char *why;
 	const char *s = (const char *)v;
 	size_t i, hlen;
-	uint16_t port = 80;
+	uint16_t port;
 
 	if (n == 0)
 		return 0;
@@ -332,10 +355,7 @@ host_matches(const uint8_t *v, size_t n, const struct eg_req *req)
 	for (i = 0; i < hlen; i++)
 		if (s[i] == '%' || s[i] == '@')
 			return 0;
-	if (eg_host_parse(s, hlen, &h, &why) == -1)
-		return 0;
-	return h.kind == req->host.kind && port == req->port &&
-	    strcmp(h.name, req->host.name) == 0;
+	return eg_host_parse(s, hlen, &h, &why) == 0;
 }
 
 /* CONNECT host:port: the authority form and nothing else. */
@@ -481,6 +501,7 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	}
 	if (r != EG_PARSE_OK)
 		return r;
+	req->target_ok = 1;
 
 	r = parse_headers(buf, len, eol + 2, req->hdr, &req->nhdr, &hi,
 	    &req->head_len, why);
@@ -489,10 +510,10 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	if (req->form == EG_REQ_ABSOLUTE) {
 		req->content_length = hi.content_length;
 		req->chunked = hi.chunked;
-		if (hi.nhost && !host_matches(buf +
+		if (hi.nhost && !host_valid(buf +
 		    req->hdr[hi.host_idx].value_off,
-		    req->hdr[hi.host_idx].value_len, req))
-			return bad(why, "Host header differs from URL");
+		    req->hdr[hi.host_idx].value_len))
+			return bad(why, "bad Host header");
 	}
 	req->close = hi.conn_close || (req->minor == 0 && !hi.conn_keepalive);
 	return EG_PARSE_OK;
@@ -592,15 +613,21 @@ hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
 	return 0;
 }
 
-/* Copy every end-to-end header, then our Connection header and CRLF. */
+/*
+ * Copy every end-to-end header (but Host, with skip_host), then our
+ * Connection header and CRLF.
+ */
 static void
 put_headers(struct obuf *o, const uint8_t *buf, const struct eg_hdr *hdr,
-    size_t nhdr, int keepalive)
+    size_t nhdr, int skip_host, int keepalive)
 {
 	size_t i;
 
 	for (i = 0; i < nhdr; i++) {
 		if (hop_by_hop(buf, hdr, nhdr, &hdr[i]))
+			continue;
+		if (skip_host && ieq(buf + hdr[i].name_off, hdr[i].name_len,
+		    "host"))
 			continue;
 		ob_put(o, buf + hdr[i].name_off, hdr[i].name_len);
 		ob_puts(o, ": ");
@@ -617,8 +644,6 @@ eg_req_origin_head(const uint8_t *buf, const struct eg_req *req,
 {
 	struct obuf o = { out, cap, 0, 0 };
 	char port[8];
-	size_t i;
-	int has_host = 0;
 
 	ob_puts(&o, req->method);
 	ob_puts(&o, " ");
@@ -627,22 +652,18 @@ eg_req_origin_head(const uint8_t *buf, const struct eg_req *req,
 	else
 		ob_put(&o, buf + req->path_off, req->path_len);
 	ob_puts(&o, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
-	for (i = 0; i < req->nhdr; i++)
-		if (ieq(buf + req->hdr[i].name_off, req->hdr[i].name_len,
-		    "host"))
-			has_host = 1;
-	if (!has_host) {
-		/* HTTP/1.1 origin servers require one; the URL supplies it. */
-		ob_puts(&o, "Host: ");
-		ob_put(&o, req->host.name, req->host.len);
-		if (req->port != 80) {
-			snprintf(port, sizeof(port), ":%u",
-			    (unsigned int)req->port);
-			ob_puts(&o, port);
-		}
-		ob_puts(&o, "\r\n");
+	/*
+	 * The URL decided, so the URL's authority is the Host (RFC 9112
+	 * section 3.2.2): the client's Host header, if any, is replaced.
+	 */
+	ob_puts(&o, "Host: ");
+	ob_put(&o, req->host.name, req->host.len);
+	if (req->port != 80) {
+		snprintf(port, sizeof(port), ":%u", (unsigned int)req->port);
+		ob_puts(&o, port);
 	}
-	put_headers(&o, buf, req->hdr, req->nhdr, keepalive);
+	ob_puts(&o, "\r\n");
+	put_headers(&o, buf, req->hdr, req->nhdr, 1, keepalive);
 	if (o.over || o.len > SSIZE_MAX)
 		return -1;
 	return (ssize_t)o.len;
@@ -660,7 +681,7 @@ eg_resp_head(const uint8_t *buf, const struct eg_resp *resp, int keepalive,
 		eol++;
 	ob_put(&o, buf, eol);
 	ob_puts(&o, "\r\n");
-	put_headers(&o, buf, resp->hdr, resp->nhdr, keepalive);
+	put_headers(&o, buf, resp->hdr, resp->nhdr, 0, keepalive);
 	if (o.over || o.len > SSIZE_MAX)
 		return -1;
 	return (ssize_t)o.len;

@@ -31,6 +31,8 @@ struct eg_req {
 	struct eg_host	 host;
 	uint16_t	 port;		/* absolute form without port: 80 */
 	int		 minor;		/* HTTP/1.minor */
+	int		 target_ok;	/* host and port parsed (also when a
+					   later part of the head is bad) */
 	size_t		 path_off, path_len;	/* absolute form: origin-form
 						   target; "/" if empty */
 	size_t		 head_len;	/* bytes up to and including CRLFCRLF */
@@ -62,16 +64,20 @@ enum eg_parse	eg_head_scan(const uint8_t *buf, size_t len, size_t *scan,
  * eg_head_scan).  CONNECT needs the authority form; any other method
  * needs the absolute form with scheme "http".  For the absolute form,
  * Content-Length / Transfer-Encoding are validated (duplicates, both at
- * once, anything but exactly "chunked" are bad) and a Host header that
- * names another host than the URL is bad.  *why gets a static reason.
+ * once, anything but exactly "chunked" are bad); a Host header must be
+ * one valid host[:port], but the URL decides.  For both forms (and for
+ * responses) a Connection header that names Content-Length,
+ * Transfer-Encoding or Host is bad: the hop-by-hop filter would drop the
+ * header egressd framed or routed by.  *why gets a static reason.
  */
 enum eg_parse	eg_req_parse(const uint8_t *buf, size_t len,
 		    struct eg_req *req, const char **why);
 
 /*
  * Write the origin-form request head for req (parsed from buf) to out:
- * the request line with the origin-form target, every header except the
- * hop-by-hop ones (Proxy-*, Connection and the headers it names,
+ * the request line with the origin-form target, "Host: " and the URL's
+ * authority (whatever Host the client sent), every other header except
+ * the hop-by-hop ones (Proxy-*, Connection and the headers it names,
  * Keep-Alive, TE, Trailer, Upgrade), then "Connection: keep-alive" or
  * "close" as keepalive says.  Returns the length, or -1 if cap is short.
  */

@@ -7,14 +7,18 @@
 #ifndef EG_SHARED_H
 #define EG_SHARED_H
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define EG_PHASE_NAME_MAX	64	/* bytes */
 #define EG_TOKEN_MAX		4096	/* bytes */
+#define EG_TOKEN_MIN		16	/* bytes */
 
 /* A phase name: 1 to EG_PHASE_NAME_MAX of A-Z a-z 0-9 . _ - */
 static inline int
@@ -47,19 +51,43 @@ eg_hexval(unsigned char c)
 
 /*
  * Read a bearer token file into buf (EG_TOKEN_MAX + 1 bytes): one word of
- * printable ASCII, trailing white space dropped, NUL-terminated.  Returns
- * NULL, or why not (the caller names the file); buf is wiped on error.
+ * printable ASCII, EG_TOKEN_MIN to EG_TOKEN_MAX bytes, trailing white
+ * space dropped, NUL-terminated.  Like ssh with a private key, a file
+ * that is not a regular file, or that group or others may read or write,
+ * is refused.  Returns NULL, or msg (msglen bytes) saying why not and how
+ * to fix it; the caller names the file.  buf is wiped on error.
  */
 static inline const char *
-eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1])
+eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1], char *msg,
+    size_t msglen)
 {
 	const char *why = NULL;
+	struct stat st;
 	size_t len = 0, i;
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return strerror(errno);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
+		snprintf(msg, msglen, "%s", strerror(errno));
+		return msg;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(msg, msglen, "%s", strerror(errno));
+		close(fd);
+		return msg;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(msg, msglen, "not a regular file");
+		close(fd);
+		return msg;
+	}
+	if ((st.st_mode & 077) != 0) {
+		snprintf(msg, msglen, "permissions %04o are too open: group "
+		    "or others may access the token; run 'chmod 600 %s'",
+		    (unsigned int)(st.st_mode & 07777), path);
+		close(fd);
+		return msg;
+	}
 	while (len < EG_TOKEN_MAX + 1) {
 		n = read(fd, buf + len, EG_TOKEN_MAX + 1 - len);
 		if (n == -1 && errno == EINTR)
@@ -79,9 +107,17 @@ eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1])
 	for (i = 0; why == NULL && i < len; i++)
 		if (buf[i] <= ' ' || buf[i] > '~')
 			why = "the token must be one word of printable ASCII";
+	if (why == NULL && len < EG_TOKEN_MIN) {
+		snprintf(msg, msglen, "the token is %zu bytes; it must be at "
+		    "least %d bytes (for example: head -c 32 /dev/urandom | "
+		    "base64 > %s)", len, EG_TOKEN_MIN, path);
+		why = msg;
+	}
 	if (why != NULL) {
 		explicit_bzero(buf, EG_TOKEN_MAX + 1);
-		return why;
+		if (why != msg)
+			snprintf(msg, msglen, "%s", why);
+		return msg;
 	}
 	buf[len] = '\0';
 	return NULL;

@@ -6,12 +6,14 @@
  * default, and that every key is documented.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cfg.h"
 #include "host.h"
@@ -141,6 +143,7 @@ long_lines(void)
 static void
 test_good(void)
 {
+	size_t i;
 	struct eg_errs errs = { 0 };
 	struct eg_cfg *cfg;
 	const struct eg_phase *p;
@@ -239,7 +242,15 @@ test_good(void)
 	    "**.golang.example apex");
 	is_int(match(cfg, "judge", "pkg.example", 443), EG_MATCH_NOT_ALLOWED,
 	    "judge allows nothing");
-	is_int(eg_cfg_check(cfg, &errs), 0, "eg_cfg_check passes");
+	/* the whole-file check reads the TCP admin's token file, which
+	 * good.ini names but this machine need not have */
+	eg_cfg_check(cfg, &errs);
+	ok(errs.n == 0 || (errs.n == 1 && strstr(errs.msg[0],
+	    ":9: admin_token_file /etc/egressd/admin.token: ") != NULL),
+	    "eg_cfg_check passes, but for the token file it reads");
+	for (i = 0; i < errs.n; i++)
+		diag("%s", errs.msg[i]);
+	eg_errs_clear(&errs);
 
 	eg_cfg_ref(cfg);
 	is_int(cfg->refs, 2, "ref");
@@ -433,6 +444,7 @@ test_defaults(void)
 static void
 test_syntax(void)
 {
+	size_t i;
 	struct eg_errs errs = { 0 };
 	struct eg_cfg *cfg;
 	const struct eg_phase *p;
@@ -467,6 +479,45 @@ test_syntax(void)
 	    strcmp(p->rules[1].text, "b.example") == 0,
 	    "inline comment stripped from the value");
 	eg_cfg_unref(cfg);
+
+	/* A CRLF file reads as the same file with LF: blank lines, blank
+	 * lines with spaces, comments and a last line without a newline. */
+	cfg = parse_str("[proxy]\r\nlisten = 127.0.0.1:3128\r\n"
+	    "\r\n"
+	    "[hosts]\r\n"
+	    "a.example = 192.0.2.1\r\n"
+	    "   \r\n"
+	    "\t\r\n"
+	    "; comment\r\n"
+	    "\r\n"
+	    "[phase:a]\r\n"
+	    "\r\n"
+	    "allow = a.example b.example\r\n"
+	    "\r\n"
+	    "[phase:b]\r\n"
+	    "allow = c.example", &errs);
+	ok(cfg != NULL && errs.n == 0, "CRLF file with blank lines loads");
+	for (i = 0; i < errs.n; i++)
+		diag("error: %s", errs.msg[i]);
+	p = cfg ? eg_cfg_phase(cfg, "a") : NULL;
+	ok(p != NULL && p->nrules == 2 &&
+	    strcmp(p->rules[1].text, "b.example") == 0,
+	    "CRLF: values carry no CR");
+	ok(cfg != NULL && eg_cfg_phase(cfg, "b") != NULL,
+	    "CRLF: the last section is read");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\r\n\r\nallow = a.example\r\nbogus\r\n",
+	    &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:4: "
+	    "expected 'key = value' or '[section]'") == 0,
+	    "CRLF: a real error is still reported, at its line");
+	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\r\nallow = a.ex\rample\r\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:2: "
+	    "control character in line") == 0,
+	    "a CR that does not end a line is still a control character");
+	eg_errs_clear(&errs);
 
 	cfg = parse_str("", &errs);
 	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0],
@@ -640,6 +691,62 @@ test_default(void)
 	eg_cfg_unref(cfg);
 }
 
+/* eg_cfg_check reads a TCP admin's token file: mode 0600, 16 bytes. */
+static void
+test_token_file(void)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+	char dir[] = "/tmp/test-cfg-XXXXXX", tok[64], text[256], want[512];
+	FILE *f;
+
+	if (mkdtemp(dir) == NULL) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(tok, sizeof(tok), "%s/tok", dir);
+	snprintf(text, sizeof(text), "[proxy]\nadmin = 127.0.0.1:9\n"
+	    "admin_token_file = %s\n[phase:a]\n", tok);
+	f = fopen(tok, "w");
+	if (f != NULL) {
+		fputs("0123456789abcdef\n", f);
+		fclose(f);
+	}
+	chmod(tok, 0600);
+	cfg = parse_str(text, &errs);
+	ok(cfg != NULL && eg_cfg_check(cfg, &errs) == 0 && errs.n == 0,
+	    "a 0600 token file of 16 bytes passes the check");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+
+	chmod(tok, 0644);
+	cfg = parse_str(text, &errs);
+	ok(cfg != NULL && eg_cfg_check(cfg, &errs) == -1 && errs.n == 1,
+	    "a 0644 token file fails the check");
+	snprintf(want, sizeof(want), "t.ini:3: admin_token_file %s: "
+	    "permissions 0644 are too open: group or others may access the "
+	    "token; run 'chmod 600 %s'", tok, tok);
+	is_str(errs.n ? errs.msg[0] : NULL, want, "... at its line, with the fix");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+
+	f = fopen(tok, "w");
+	if (f != NULL) {
+		fputs("0123456789abcde\n", f);
+		fclose(f);
+	}
+	chmod(tok, 0400);
+	cfg = parse_str(text, &errs);
+	ok(cfg != NULL && eg_cfg_check(cfg, &errs) == -1 && errs.n == 1 &&
+	    strstr(errs.msg[0], "t.ini:3: ") == errs.msg[0] &&
+	    strstr(errs.msg[0], "the token is 15 bytes; it must be at least "
+	    "16 bytes") != NULL, "a 15-byte token fails the check");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+	unlink(tok);
+	rmdir(dir);
+}
+
 /* Is word present with no identifier character on either side? */
 static int
 has_word(const char *text, const char *word)
@@ -698,6 +805,7 @@ main(void)
 	test_syntax();
 	test_override();
 	test_default();
+	test_token_file();
 	test_keys_documented();
 	return done_testing();
 }

@@ -337,6 +337,58 @@ test_headers(void)
 	ok(R.close, "1.0 without keep-alive closes");
 	req("CONNECT h:443 HTTP/1.1\r\nConnection: a b\r\n\r\n",
 	    EG_PARSE_BAD, "Connection value not a token list");
+	req("CONNECT h:443 HTTP/1.1\r\nConnection: Host\r\n\r\n",
+	    EG_PARSE_BAD, "CONNECT: Connection names Host");
+}
+
+/*
+ * Connection may not name a header egressd frames or routes by: the
+ * hop-by-hop filter would drop it, and the origin would read the body
+ * as a request egressd never decided.
+ */
+static void
+test_conn_framing(void)
+{
+	enum eg_parse r;
+	const char *why;
+	const char *s;
+
+	req("POST http://h/ HTTP/1.1\r\nConnection: content-length\r\n"
+	    "Content-Length: 5\r\n\r\n", EG_PARSE_BAD,
+	    "Connection: content-length");
+	s = "POST http://h/ HTTP/1.1\r\nContent-Length: 5\r\n"
+	    "Connection: Content-Length\r\n\r\n";
+	r = run_req(s, strlen(s), &R, &why);
+	ok(r == EG_PARSE_BAD && why != NULL &&
+	    strstr(why, "Content-Length") != NULL,
+	    "the reason names Content-Length");
+	if (why != NULL)
+		diag("reason: %s", why);
+	req("POST http://h/ HTTP/1.1\r\nConnection: close, CONTENT-LENGTH\r\n"
+	    "Content-Length: 5\r\n\r\n", EG_PARSE_BAD,
+	    "Connection list naming Content-Length, upper case");
+	req("POST http://h/ HTTP/1.1\r\nConnection: transfer-encoding\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n", EG_PARSE_BAD,
+	    "Connection: transfer-encoding");
+	req("GET http://h/ HTTP/1.1\r\nHost: h\r\nConnection: host\r\n\r\n",
+	    EG_PARSE_BAD, "Connection: host");
+	req("GET http://h/ HTTP/1.1\r\nConnection: keep-alive\r\n"
+	    "Connection: , Host ,\r\n\r\n", EG_PARSE_BAD,
+	    "second Connection line naming Host, with OWS and empty elements");
+	req("GET http://h/ HTTP/1.1\r\nConnection: content-length\r\n\r\n",
+	    EG_PARSE_BAD, "Connection names Content-Length that is absent");
+	req("GET http://h/ HTTP/1.1\r\nConnection: content-lengthx, x-host,"
+	    " host-x\r\n\r\n", EG_PARSE_OK,
+	    "names that only look like framing headers are fine");
+	req("GET http://h/ HTTP/1.1\r\nConnection: keep-alive, x-a, te, "
+	    "proxy-authorization\r\n\r\n", EG_PARSE_OK,
+	    "other names are fine");
+	resp("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Connection: content-length\r\n\r\n", EG_PARSE_BAD,
+	    "a response naming Content-Length in Connection");
+	resp("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "Connection: Transfer-Encoding\r\n\r\n", EG_PARSE_BAD,
+	    "a response naming Transfer-Encoding in Connection");
 }
 
 static void
@@ -416,15 +468,37 @@ test_absolute(void)
 	    EG_PARSE_OK, "Host with default port");
 	req("GET http://example.com:8080/ HTTP/1.1\r\n"
 	    "Host: example.com:8080\r\n\r\n", EG_PARSE_OK, "Host with port");
-	req("GET http://example.com/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
-	    EG_PARSE_BAD, "Host differs");
+	/* the URL decides (RFC 9112 3.2.2): a valid Host that differs is
+	 * replaced by the URL's authority, not refused */
+	s = "GET http://example.com/ HTTP/1.1\r\nHost: evil.com\r\n"
+	    "Accept: */*\r\n\r\n";
+	req(s, EG_PARSE_OK, "Host differs: the URL decides");
+	ok(strcmp(R.host.name, "example.com") == 0 && R.port == 80,
+	    "Host differs: target is the URL's");
+	n = eg_req_origin_head((const uint8_t *)s, &R, 0, out, sizeof(out));
+	ok(n > 0 && has(out, (size_t)n, "\r\nHost: example.com\r\n") &&
+	    !has(out, (size_t)n, "evil"),
+	    "Host differs: forwarded Host is the URL's, the client's is gone");
+	s = "GET http://evil.com:8080/ HTTP/1.1\r\nHost: example.com\r\n\r\n";
+	req(s, EG_PARSE_OK, "Host differs the other way");
+	ok(strcmp(R.host.name, "evil.com") == 0 && R.port == 8080,
+	    "the URL's host and port, not Host's");
+	n = eg_req_origin_head((const uint8_t *)s, &R, 0, out, sizeof(out));
+	ok(n > 0 && has(out, (size_t)n, "\r\nHost: evil.com:8080\r\n") &&
+	    !has(out, (size_t)n, "example.com"),
+	    "forwarded Host: evil.com:8080, one Host only");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com:81\r\n\r\n",
-	    EG_PARSE_BAD, "Host port differs");
+	    EG_PARSE_OK, "Host port differs: replaced");
 	req("GET http://example.com:8080/ HTTP/1.1\r\n"
 	    "Host: example.com\r\n\r\n",
-	    EG_PARSE_BAD, "Host lacks the URL's port");
+	    EG_PARSE_OK, "Host lacks the URL's port: replaced");
+	/* but it must still be one valid Host (RFC 9112 3.2) */
 	req("GET http://example.com/ HTTP/1.1\r\nHost: \r\n\r\n",
 	    EG_PARSE_BAD, "empty Host");
+	req("GET http://example.com/ HTTP/1.1\r\nHost: 127.1\r\n\r\n",
+	    EG_PARSE_BAD, "Host with a short IPv4 spelling");
+	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com:x\r\n"
+	    "\r\n", EG_PARSE_BAD, "Host with a bad port");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: u@example.com\r\n\r\n",
 	    EG_PARSE_BAD, "Host with userinfo");
 	req("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n"
@@ -697,6 +771,7 @@ main(void)
 	test_headers();
 	test_absolute();
 	test_resp();
+	test_conn_framing();
 	test_chunk();
 	return done_testing();
 }
