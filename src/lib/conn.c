@@ -1205,8 +1205,21 @@ conn_do_sni(struct eg_conn *c)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return IO_AGAIN;
+		if (n == 0 && p->len == 0) {
+			/*
+			 * EOF before the first byte: there is no hello to
+			 * check, and none can follow.  The wait ends and the
+			 * EOF is passed on like any half-close (the upstream
+			 * gets the FIN; what it sends still reaches the
+			 * client).
+			 */
+			c->c_eof = 1;
+			conn_set_state(c, EG_CS_TUNNEL);
+			return IO_OK;
+		}
 		if (n <= 0) {
-			/* gone before a full hello: nothing was forwarded */
+			/* gone in the middle of a hello (or reset): nothing
+			 * was forwarded */
 			conn_close(c, EG_END_CLIENT_CLOSED);
 			return IO_DONE;
 		}
