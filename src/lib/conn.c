@@ -129,6 +129,7 @@ struct eg_conn {
 	struct pend		 c2u, u2c;
 	int			 c_eof, u_eof;	/* read side saw EOF */
 	int			 c_wshut, u_wshut;
+	int			 fin;		/* a side ended: fin_timeout */
 	uint64_t		 up, down;
 	int			 allowed;	/* ALLOW written: owes a CLOSE */
 	int			 decided;	/* a verdict was written */
@@ -154,6 +155,7 @@ static void	conn_close(struct eg_conn *, enum eg_end);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
 static void	conn_timeout(void *);
+static unsigned	conn_idle_ms(const struct eg_conn *);
 
 /* --- buffers -------------------------------------------------------------- */
 
@@ -370,7 +372,7 @@ conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		 * that are already waiting as soon as interest is set */
 		c->c2u.rd = c->u2c.rd = 0;
 		c->last = eg_loop_now(loop);
-		eg_timer_arm(loop, &c->tmo, c->cfg->idle_timeout_ms);
+		eg_timer_arm(loop, &c->tmo, conn_idle_ms(c));
 		break;
 	case EG_CS_LINGER:
 		eg_timer_arm(loop, &c->tmo, LINGER_MS);
@@ -1144,6 +1146,36 @@ out:
 	return IO_AGAIN;
 }
 
+/* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
+static unsigned
+conn_idle_ms(const struct eg_conn *c)
+{
+	if (c->fin && c->cfg->fin_timeout_ms < c->cfg->idle_timeout_ms)
+		return c->cfg->fin_timeout_ms;
+	return c->cfg->idle_timeout_ms;
+}
+
+/*
+ * After the first EOF of a tunnel (passed on to the other side): it is
+ * half-open from now on, and the other side has fin_timeout of silence
+ * (from this EOF or its last byte) to finish; conn_timeout() then closes
+ * with c->end, the side that ended first.  While a ClientHello is half
+ * held, its header_timeout deadline stays.
+ */
+static void
+conn_half_open(struct eg_conn *c)
+{
+	if (c->fin || !(c->c_eof || c->u_eof))
+		return;
+	c->fin = 1;
+	if (c->end == EG_END_NONE)
+		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
+		    EG_END_UPSTREAM_CLOSED;
+	c->last = eg_loop_now(c->w->loop);
+	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
+		eg_timer_arm(c->w->loop, &c->tmo, conn_idle_ms(c));
+}
+
 static enum eg_io_res
 conn_do_tunnel(struct eg_conn *c)
 {
@@ -1164,6 +1196,7 @@ conn_do_tunnel(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
+	conn_half_open(c);
 	return IO_AGAIN;
 }
 
@@ -1186,6 +1219,7 @@ conn_do_sni(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
+	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->buf == NULL && pend_reserve(c, p, SNIBUF) == -1) {
 		conn_close(c, EG_END_ERROR);
@@ -1845,6 +1879,7 @@ conn_timeout(void *arg)
 {
 	struct eg_conn *c = arg;
 	uint64_t now = eg_loop_now(c->w->loop), idle;
+	int fin;
 
 	switch (c->state) {
 	case EG_CS_HEAD:
@@ -1870,13 +1905,15 @@ conn_timeout(void *arg)
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		idle = c->cfg->idle_timeout_ms;
+		idle = conn_idle_ms(c);
+		/* half-open, and fin_timeout is what ran out */
+		fin = c->fin && c->cfg->fin_timeout_ms <= idle;
 		if (now - c->last < idle) {
 			eg_timer_arm(c->w->loop, &c->tmo,
 			    idle - (now - c->last));
 			return;
 		}
-		conn_close(c, EG_END_IDLE_TIMEOUT);
+		conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
 		return;
 	case EG_CS_LINGER:
 		conn_close(c, EG_END_NONE);
