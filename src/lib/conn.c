@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "audit.h"
 #include "dns.h"
 #include "host.h"
@@ -109,6 +110,7 @@ struct eg_conn {
 	char			 client[64];
 	struct sockaddr_storage	 cpeer;		/* for the per-client cap */
 	int			 counted;	/* holds a per-client slot */
+	int			 tres;		/* holds a timer slot */
 
 	struct head		*h;		/* until the tunnel opens */
 	struct fwd		*f;
@@ -169,7 +171,7 @@ buf_get(struct eg_worker *w)
 		w->nbufpool--;
 		return b;
 	}
-	return malloc(TUNBUF);
+	return eg_malloc(TUNBUF);
 }
 
 static void
@@ -178,7 +180,7 @@ buf_put(struct eg_worker *w, uint8_t *b)
 	if (b == NULL)
 		return;
 	if (w->nbufpool >= BUFPOOL_MAX) {
-		free(b);
+		eg_free(b);
 		return;
 	}
 	*(void **)b = w->bufpool;
@@ -197,9 +199,9 @@ head_get(struct eg_worker *w, size_t cap)
 		w->nheadpool--;
 		if (h->cap == cap)	/* else from before a reload */
 			break;
-		free(h);
+		eg_free(h);
 	}
-	if (h == NULL && (h = malloc(sizeof(*h) + cap)) == NULL)
+	if (h == NULL && (h = eg_malloc(sizeof(*h) + cap)) == NULL)
 		return NULL;
 	h->cap = cap;
 	h->len = h->scan = 0;
@@ -214,7 +216,7 @@ head_put(struct eg_worker *w, struct head *h)
 	if (h == NULL)
 		return;
 	if (w->nheadpool + 1 > HEADPOOL_MAX) {	/* (0 under ASan) */
-		free(h);
+		eg_free(h);
 		return;
 	}
 	h->next = w->headpool;
@@ -230,7 +232,7 @@ pend_release(struct eg_conn *c, struct pend *p)
 	if (p->cap == TUNBUF)
 		buf_put(c->w, p->buf);
 	else
-		free(p->buf);	/* a larger one: not kept in the pool */
+		eg_free(p->buf);	/* a larger one: not kept in the pool */
 	p->buf = NULL;
 	p->cap = p->off = p->len = 0;
 }
@@ -246,7 +248,7 @@ pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 
 	if (n <= TUNBUF || pend_busy(p))
 		return 0;
-	if ((b = malloc(n)) == NULL)
+	if ((b = eg_malloc(n)) == NULL)
 		return -1;
 	pend_release(c, p);
 	p->buf = b;
@@ -490,7 +492,11 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		c->uio.fd = -1;
 	}
 	pend_release(c, &c->c2u);
-	pend_append(c, &c->u2c, reply, (size_t)n);
+	if (pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+		/* no buffer (out of memory): say it at once, as far as
+		 * the socket takes it; the linger follows as usual */
+		(void)send(c->cio.fd, reply, (size_t)n,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
 	conn_set_state(c, EG_CS_REPLYING);
 }
@@ -945,7 +951,12 @@ conn_connected(struct eg_conn *c)
 		conn_forward_begin(c);
 		return;
 	}
-	pend_append(c, &c->u2c, ok, sizeof(ok) - 1);
+	if (pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
+		/* no buffer for the 200 (out of memory): the ALLOW is
+		 * written, so the CLOSE says end=error; no tunnel opens */
+		conn_close(c, EG_END_ERROR);
+		return;
+	}
 	conn_set_state(c, EG_CS_REPLYING);
 }
 
@@ -1361,7 +1372,7 @@ conn_forward_begin(struct eg_conn *c)
 	size_t extra;
 	int64_t body;
 
-	f = calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
+	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
 	if (f == NULL) {
 		conn_close(c, EG_END_ERROR);
 		return;
@@ -1696,7 +1707,7 @@ conn_reset_for_next(struct eg_conn *c)
 	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
-	free(c->f);
+	eg_free(c->f);
 	c->f = NULL;
 	pend_release(c, &c->c2u);
 	pend_release(c, &c->u2c);
@@ -1720,6 +1731,9 @@ conn_close(struct eg_conn *c, enum eg_end end)
 	if (c->allowed)
 		conn_emit_close(c, end);
 	eg_timer_stop(w->loop, &c->tmo);
+	if (c->tres)
+		eg_timer_unreserve(w->loop, 1);
+	c->tres = 0;
 	if (c->cio.fd != -1) {
 		eg_io_forget(c->w->loop, &c->cio);
 		close(c->cio.fd);
@@ -1754,7 +1768,7 @@ conn_get(struct eg_worker *w)
 	struct eg_conn *c = w->connpool;
 
 	if (c == NULL)
-		return calloc(1, sizeof(*c));
+		return eg_calloc(1, sizeof(*c));
 	w->connpool = c->next;
 	w->nconnpool--;
 	memset(c, 0, sizeof(*c));
@@ -1771,10 +1785,10 @@ conn_free(struct eg_conn *c)
 	pipe_put(c, &c->c2u);
 	pipe_put(c, &c->u2c);
 	head_put(w, c->h);
-	free(c->f);
+	eg_free(c->f);
 	eg_cfg_unref(c->cfg);
 	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
-		free(c);
+		eg_free(c);
 		return;
 	}
 	c->next = w->connpool;
@@ -1790,12 +1804,12 @@ eg_conn_pool_drain(struct eg_worker *w)
 
 	while ((c = w->connpool) != NULL) {
 		w->connpool = c->next;
-		free(c);
+		eg_free(c);
 	}
 	w->nconnpool = 0;
 	while ((h = w->headpool) != NULL) {
 		w->headpool = h->next;
-		free(h);
+		eg_free(h);
 	}
 	w->nheadpool = 0;
 }
@@ -1948,8 +1962,43 @@ conn_client_text(struct eg_conn *c, const struct sockaddr *sa)
 }
 
 /*
+ * No memory for a new client's connection: log the refusal (BLOCK
+ * too_many_connections, like a full house) and say 503 at once, as far as
+ * the socket takes it, then close.  Best effort: no linger, so a client
+ * that sends more may see a reset.
+ */
+static void
+conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
+    const struct sockaddr *sa)
+{
+	static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
+	    "egressd: out of memory\n";
+	struct egress_event ev;
+	struct eg_conn tmp;	/* only what conn_event() reads */
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.w = w;
+	tmp.ex = w->ex;
+	tmp.sess = ls->sess;
+	tmp.id = __atomic_add_fetch(&w->ex->next_id, 1, __ATOMIC_RELAXED);
+	conn_client_text(&tmp, sa);
+	conn_event(&tmp, &ev, EGRESS_EV_BLOCK);
+	ev.reason = eg_reason_name[EG_R_TOO_MANY];
+	pthread_rwlock_rdlock(&w->ex->lock);
+	ev.phase = ls->sess->phase->name;
+	eg_emit(w->ex, &ev);
+	pthread_rwlock_unlock(&w->ex->lock);
+	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/*
  * A new client.  Over a limit, the refusal is logged and written at once
- * (best effort, non-blocking) and the socket closed.
+ * (best effort, non-blocking) and the socket closed.  So it is when
+ * memory runs out before the connection is set up (503).
  */
 void
 eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
@@ -1960,9 +2009,16 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	unsigned active;
 
 	if ((c = conn_get(w)) == NULL) {
-		close(fd);
+		conn_refuse_nomem(w, ls, fd, sa);
 		return;
 	}
+	/* its timer's heap slot, so that arming it never allocates */
+	if (eg_timer_reserve(w->loop, 1) == -1) {
+		eg_free(c);
+		conn_refuse_nomem(w, ls, fd, sa);
+		return;
+	}
+	c->tres = 1;
 	c->w = w;
 	c->ex = ex;
 	c->sess = ls->sess;
@@ -1988,7 +2044,11 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
 	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
-		conn_close(c, EG_END_ERROR);
+		/* refused before any decision (c->state is still DEAD, so
+		 * conn_close() would not even unlink it) */
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
+		    "egressd: out of memory");
+		conn_step(c);
 		return;
 	}
 	c->state = EG_CS_HEAD;
