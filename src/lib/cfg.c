@@ -95,6 +95,8 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	    C(header_timeout_ms), 0, NULL)				\
 	X(KS_PROXY, "idle_timeout", K_SECONDS, 1, 86400,		\
 	    C(idle_timeout_ms), 0, NULL)				\
+	X(KS_PROXY, "fin_timeout", K_SECONDS, 1, 86400,		\
+	    C(fin_timeout_ms), 0, NULL)					\
 	X(KS_PROXY, "max_connections", K_UINT, 1, 1000000,		\
 	    C(max_connections), 0, NULL)				\
 	X(KS_PROXY, "max_connections_per_client", K_UINT, 1, 1000000,	\
@@ -948,6 +950,7 @@ cfg_new(const char *fname)
 	cfg->connect_timeout_ms = 10 * 1000;
 	cfg->header_timeout_ms = 10 * 1000;
 	cfg->idle_timeout_ms = 300 * 1000;
+	cfg->fin_timeout_ms = 10 * 1000;
 	cfg->max_connections = 4096;
 	cfg->max_connections_per_client = 256;
 	cfg->max_header_bytes = 16384;

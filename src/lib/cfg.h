@@ -56,6 +56,7 @@ struct eg_cfg {
 	unsigned	 connect_timeout_ms;
 	unsigned	 header_timeout_ms;
 	unsigned	 idle_timeout_ms;
+	unsigned	 fin_timeout_ms;	/* half-open after one EOF */
 	unsigned	 max_connections;
 	unsigned	 max_connections_per_client;
 	unsigned	 max_header_bytes;

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "audit.h"
 #include "dns.h"
 #include "host.h"
@@ -109,6 +110,7 @@ struct eg_conn {
 	char			 client[64];
 	struct sockaddr_storage	 cpeer;		/* for the per-client cap */
 	int			 counted;	/* holds a per-client slot */
+	int			 tres;		/* holds a timer slot */
 
 	struct head		*h;		/* until the tunnel opens */
 	struct fwd		*f;
@@ -129,6 +131,7 @@ struct eg_conn {
 	struct pend		 c2u, u2c;
 	int			 c_eof, u_eof;	/* read side saw EOF */
 	int			 c_wshut, u_wshut;
+	int			 fin;		/* a side ended: fin_timeout */
 	uint64_t		 up, down;
 	int			 allowed;	/* ALLOW written: owes a CLOSE */
 	int			 decided;	/* a verdict was written */
@@ -154,6 +157,7 @@ static void	conn_close(struct eg_conn *, enum eg_end);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
 static void	conn_timeout(void *);
+static unsigned	conn_idle_ms(const struct eg_conn *);
 
 /* --- buffers -------------------------------------------------------------- */
 
@@ -167,7 +171,7 @@ buf_get(struct eg_worker *w)
 		w->nbufpool--;
 		return b;
 	}
-	return malloc(TUNBUF);
+	return eg_malloc(TUNBUF);
 }
 
 static void
@@ -176,7 +180,7 @@ buf_put(struct eg_worker *w, uint8_t *b)
 	if (b == NULL)
 		return;
 	if (w->nbufpool >= BUFPOOL_MAX) {
-		free(b);
+		eg_free(b);
 		return;
 	}
 	*(void **)b = w->bufpool;
@@ -195,9 +199,9 @@ head_get(struct eg_worker *w, size_t cap)
 		w->nheadpool--;
 		if (h->cap == cap)	/* else from before a reload */
 			break;
-		free(h);
+		eg_free(h);
 	}
-	if (h == NULL && (h = malloc(sizeof(*h) + cap)) == NULL)
+	if (h == NULL && (h = eg_malloc(sizeof(*h) + cap)) == NULL)
 		return NULL;
 	h->cap = cap;
 	h->len = h->scan = 0;
@@ -212,7 +216,7 @@ head_put(struct eg_worker *w, struct head *h)
 	if (h == NULL)
 		return;
 	if (w->nheadpool + 1 > HEADPOOL_MAX) {	/* (0 under ASan) */
-		free(h);
+		eg_free(h);
 		return;
 	}
 	h->next = w->headpool;
@@ -228,7 +232,7 @@ pend_release(struct eg_conn *c, struct pend *p)
 	if (p->cap == TUNBUF)
 		buf_put(c->w, p->buf);
 	else
-		free(p->buf);	/* a larger one: not kept in the pool */
+		eg_free(p->buf);	/* a larger one: not kept in the pool */
 	p->buf = NULL;
 	p->cap = p->off = p->len = 0;
 }
@@ -244,7 +248,7 @@ pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 
 	if (n <= TUNBUF || pend_busy(p))
 		return 0;
-	if ((b = malloc(n)) == NULL)
+	if ((b = eg_malloc(n)) == NULL)
 		return -1;
 	pend_release(c, p);
 	p->buf = b;
@@ -370,7 +374,7 @@ conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		 * that are already waiting as soon as interest is set */
 		c->c2u.rd = c->u2c.rd = 0;
 		c->last = eg_loop_now(loop);
-		eg_timer_arm(loop, &c->tmo, c->cfg->idle_timeout_ms);
+		eg_timer_arm(loop, &c->tmo, conn_idle_ms(c));
 		break;
 	case EG_CS_LINGER:
 		eg_timer_arm(loop, &c->tmo, LINGER_MS);
@@ -488,7 +492,11 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		c->uio.fd = -1;
 	}
 	pend_release(c, &c->c2u);
-	pend_append(c, &c->u2c, reply, (size_t)n);
+	if (pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+		/* no buffer (out of memory): say it at once, as far as
+		 * the socket takes it; the linger follows as usual */
+		(void)send(c->cio.fd, reply, (size_t)n,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
 	conn_set_state(c, EG_CS_REPLYING);
 }
@@ -992,7 +1000,12 @@ conn_connected(struct eg_conn *c)
 		conn_forward_begin(c);
 		return;
 	}
-	pend_append(c, &c->u2c, ok, sizeof(ok) - 1);
+	if (pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
+		/* no buffer for the 200 (out of memory): the ALLOW is
+		 * written, so the CLOSE says end=error; no tunnel opens */
+		conn_close(c, EG_END_ERROR);
+		return;
+	}
 	conn_set_state(c, EG_CS_REPLYING);
 }
 
@@ -1193,6 +1206,36 @@ out:
 	return IO_AGAIN;
 }
 
+/* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
+static unsigned
+conn_idle_ms(const struct eg_conn *c)
+{
+	if (c->fin && c->cfg->fin_timeout_ms < c->cfg->idle_timeout_ms)
+		return c->cfg->fin_timeout_ms;
+	return c->cfg->idle_timeout_ms;
+}
+
+/*
+ * After the first EOF of a tunnel (passed on to the other side): it is
+ * half-open from now on, and the other side has fin_timeout of silence
+ * (from this EOF or its last byte) to finish; conn_timeout() then closes
+ * with c->end, the side that ended first.  While a ClientHello is half
+ * held, its header_timeout deadline stays.
+ */
+static void
+conn_half_open(struct eg_conn *c)
+{
+	if (c->fin || !(c->c_eof || c->u_eof))
+		return;
+	c->fin = 1;
+	if (c->end == EG_END_NONE)
+		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
+		    EG_END_UPSTREAM_CLOSED;
+	c->last = eg_loop_now(c->w->loop);
+	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
+		eg_timer_arm(c->w->loop, &c->tmo, conn_idle_ms(c));
+}
+
 static enum eg_io_res
 conn_do_tunnel(struct eg_conn *c)
 {
@@ -1213,6 +1256,7 @@ conn_do_tunnel(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
+	conn_half_open(c);
 	return IO_AGAIN;
 }
 
@@ -1235,6 +1279,7 @@ conn_do_sni(struct eg_conn *c)
 		conn_close(c, c->end);
 		return IO_DONE;
 	}
+	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->buf == NULL && pend_reserve(c, p, SNIBUF) == -1) {
 		conn_close(c, EG_END_ERROR);
@@ -1254,8 +1299,21 @@ conn_do_sni(struct eg_conn *c)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return IO_AGAIN;
+		if (n == 0 && p->len == 0) {
+			/*
+			 * EOF before the first byte: there is no hello to
+			 * check, and none can follow.  The wait ends and the
+			 * EOF is passed on like any half-close (the upstream
+			 * gets the FIN; what it sends still reaches the
+			 * client).
+			 */
+			c->c_eof = 1;
+			conn_set_state(c, EG_CS_TUNNEL);
+			return IO_OK;
+		}
 		if (n <= 0) {
-			/* gone before a full hello: nothing was forwarded */
+			/* gone in the middle of a hello (or reset): nothing
+			 * was forwarded */
 			conn_close(c, EG_END_CLIENT_CLOSED);
 			return IO_DONE;
 		}
@@ -1363,7 +1421,7 @@ conn_forward_begin(struct eg_conn *c)
 	size_t extra;
 	int64_t body;
 
-	f = calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
+	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
 	if (f == NULL) {
 		conn_close(c, EG_END_ERROR);
 		return;
@@ -1698,7 +1756,7 @@ conn_reset_for_next(struct eg_conn *c)
 	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
-	free(c->f);
+	eg_free(c->f);
 	c->f = NULL;
 	pend_release(c, &c->c2u);
 	pend_release(c, &c->u2c);
@@ -1722,6 +1780,9 @@ conn_close(struct eg_conn *c, enum eg_end end)
 	if (c->allowed)
 		conn_emit_close(c, end);
 	eg_timer_stop(w->loop, &c->tmo);
+	if (c->tres)
+		eg_timer_unreserve(w->loop, 1);
+	c->tres = 0;
 	if (c->cio.fd != -1) {
 		eg_io_forget(c->w->loop, &c->cio);
 		close(c->cio.fd);
@@ -1756,7 +1817,7 @@ conn_get(struct eg_worker *w)
 	struct eg_conn *c = w->connpool;
 
 	if (c == NULL)
-		return calloc(1, sizeof(*c));
+		return eg_calloc(1, sizeof(*c));
 	w->connpool = c->next;
 	w->nconnpool--;
 	memset(c, 0, sizeof(*c));
@@ -1773,10 +1834,10 @@ conn_free(struct eg_conn *c)
 	pipe_put(c, &c->c2u);
 	pipe_put(c, &c->u2c);
 	head_put(w, c->h);
-	free(c->f);
+	eg_free(c->f);
 	eg_cfg_unref(c->cfg);
 	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
-		free(c);
+		eg_free(c);
 		return;
 	}
 	c->next = w->connpool;
@@ -1792,12 +1853,12 @@ eg_conn_pool_drain(struct eg_worker *w)
 
 	while ((c = w->connpool) != NULL) {
 		w->connpool = c->next;
-		free(c);
+		eg_free(c);
 	}
 	w->nconnpool = 0;
 	while ((h = w->headpool) != NULL) {
 		w->headpool = h->next;
-		free(h);
+		eg_free(h);
 	}
 	w->nheadpool = 0;
 }
@@ -1881,6 +1942,7 @@ conn_timeout(void *arg)
 {
 	struct eg_conn *c = arg;
 	uint64_t now = eg_loop_now(c->w->loop), idle;
+	int fin;
 
 	switch (c->state) {
 	case EG_CS_HEAD:
@@ -1905,13 +1967,15 @@ conn_timeout(void *arg)
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		idle = c->cfg->idle_timeout_ms;
+		idle = conn_idle_ms(c);
+		/* half-open, and fin_timeout is what ran out */
+		fin = c->fin && c->cfg->fin_timeout_ms <= idle;
 		if (now - c->last < idle) {
 			eg_timer_arm(c->w->loop, &c->tmo,
 			    idle - (now - c->last));
 			return;
 		}
-		conn_close(c, EG_END_IDLE_TIMEOUT);
+		conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
 		return;
 	case EG_CS_LINGER:
 		conn_close(c, EG_END_NONE);
@@ -1946,8 +2010,43 @@ conn_client_text(struct eg_conn *c, const struct sockaddr *sa)
 }
 
 /*
+ * No memory for a new client's connection: log the refusal (BLOCK
+ * too_many_connections, like a full house) and say 503 at once, as far as
+ * the socket takes it, then close.  Best effort: no linger, so a client
+ * that sends more may see a reset.
+ */
+static void
+conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
+    const struct sockaddr *sa)
+{
+	static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
+	    "egressd: out of memory\n";
+	struct egress_event ev;
+	struct eg_conn tmp;	/* only what conn_event() reads */
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.w = w;
+	tmp.ex = w->ex;
+	tmp.sess = ls->sess;
+	tmp.id = __atomic_add_fetch(&w->ex->next_id, 1, __ATOMIC_RELAXED);
+	conn_client_text(&tmp, sa);
+	conn_event(&tmp, &ev, EGRESS_EV_BLOCK);
+	ev.reason = eg_reason_name[EG_R_TOO_MANY];
+	pthread_rwlock_rdlock(&w->ex->lock);
+	ev.phase = ls->sess->phase->name;
+	eg_emit(w->ex, &ev);
+	pthread_rwlock_unlock(&w->ex->lock);
+	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/*
  * A new client.  Over a limit, the refusal is logged and written at once
- * (best effort, non-blocking) and the socket closed.
+ * (best effort, non-blocking) and the socket closed.  So it is when
+ * memory runs out before the connection is set up (503).
  */
 void
 eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
@@ -1958,9 +2057,16 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	unsigned active;
 
 	if ((c = conn_get(w)) == NULL) {
-		close(fd);
+		conn_refuse_nomem(w, ls, fd, sa);
 		return;
 	}
+	/* its timer's heap slot, so that arming it never allocates */
+	if (eg_timer_reserve(w->loop, 1) == -1) {
+		eg_free(c);
+		conn_refuse_nomem(w, ls, fd, sa);
+		return;
+	}
+	c->tres = 1;
 	c->w = w;
 	c->ex = ex;
 	c->sess = ls->sess;
@@ -1986,7 +2092,11 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
 	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
-		conn_close(c, EG_END_ERROR);
+		/* refused before any decision (c->state is still DEAD, so
+		 * conn_close() would not even unlink it) */
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
+		    "egressd: out of memory");
+		conn_step(c);
 		return;
 	}
 	c->state = EG_CS_HEAD;

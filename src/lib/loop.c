@@ -11,9 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "loop.h"
 
 #define LOOP_MAXEV	256
+#define LOOP_TIMERS	64	/* heap slots allocated with the loop */
+#define LOOP_SPARE	8	/* slots kept beyond the reserved ones, for the
+				   few long-lived unreserved timers (DNS,
+				   accept pause) */
 
 struct loop_cmd {
 	eg_cmd_fn	*fn;
@@ -30,6 +35,7 @@ struct eg_loop {
 	uint64_t	  batch;	/* epoll_wait() rounds, from 1 */
 	struct eg_timer	**heap;
 	size_t		  nheap, capheap;
+	size_t		  nreserved;	/* eg_timer_reserve() */
 	void		(*after)(void *);
 	void		 *after_arg;
 
@@ -95,10 +101,17 @@ eg_loop_new(struct eg_err *err)
 	struct eg_loop *loop;
 	int fd;
 
-	if ((loop = calloc(1, sizeof(*loop))) == NULL) {
+	if ((loop = eg_calloc(1, sizeof(*loop))) == NULL) {
 		eg_err_set(err, errno, "out of memory");
 		return NULL;
 	}
+	if ((loop->heap = eg_calloc(LOOP_TIMERS, sizeof(*loop->heap))) ==
+	    NULL) {
+		eg_err_set(err, errno, "out of memory");
+		eg_free(loop);
+		return NULL;
+	}
+	loop->capheap = LOOP_TIMERS;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (loop->epfd == -1 || fd == -1) {
@@ -107,7 +120,8 @@ eg_loop_new(struct eg_err *err)
 			close(fd);
 		if (loop->epfd != -1)
 			close(loop->epfd);
-		free(loop);
+		eg_free(loop->heap);
+		eg_free(loop);
 		return NULL;
 	}
 	pthread_mutex_init(&loop->mtx, NULL);
@@ -131,10 +145,10 @@ eg_loop_free(struct eg_loop *loop)
 	loop_run_cmds(loop);
 	close(loop->wake.fd);
 	close(loop->epfd);
-	free(loop->heap);
+	eg_free(loop->heap);
 	pthread_mutex_destroy(&loop->mtx);
 	pthread_cond_destroy(&loop->cv);
-	free(loop);
+	eg_free(loop);
 }
 
 void
@@ -315,25 +329,56 @@ eg_timer_stop(struct eg_loop *loop, struct eg_timer *t)
 	heap_down(loop, i);
 }
 
-void
-eg_timer_arm(struct eg_loop *loop, struct eg_timer *t, uint64_t ms)
+/* Make the heap hold at least want slots; -1 (nothing changed) if not. */
+static int
+heap_grow(struct eg_loop *loop, size_t want)
 {
 	struct eg_timer **nh;
-	size_t ncap;
+	size_t ncap = loop->capheap ? loop->capheap : LOOP_TIMERS;
 
-	eg_timer_stop(loop, t);
-	if (loop->nheap == loop->capheap) {
-		ncap = loop->capheap ? loop->capheap * 2 : 64;
-		nh = realloc(loop->heap, ncap * sizeof(*nh));
-		if (nh == NULL)
-			return;		/* the timer stays disarmed */
-		loop->heap = nh;
-		loop->capheap = ncap;
+	if (want <= loop->capheap)
+		return 0;
+	while (ncap < want) {
+		if (ncap > SIZE_MAX / 2 / sizeof(*nh))
+			return -1;
+		ncap *= 2;
 	}
+	if ((nh = eg_realloc(loop->heap, ncap * sizeof(*nh))) == NULL)
+		return -1;
+	loop->heap = nh;
+	loop->capheap = ncap;
+	return 0;
+}
+
+int
+eg_timer_reserve(struct eg_loop *loop, size_t n)
+{
+	if (n > SIZE_MAX - LOOP_SPARE - loop->nreserved ||
+	    heap_grow(loop, loop->nreserved + n + LOOP_SPARE) == -1)
+		return -1;
+	loop->nreserved += n;
+	return 0;
+}
+
+void
+eg_timer_unreserve(struct eg_loop *loop, size_t n)
+{
+	loop->nreserved -= n < loop->nreserved ? n : loop->nreserved;
+}
+
+int
+eg_timer_arm(struct eg_loop *loop, struct eg_timer *t, uint64_t ms)
+{
+	eg_timer_stop(loop, t);
+	/* never for a reserved timer: the heap has a slot for each */
+	if (loop->nheap == loop->capheap &&
+	    heap_grow(loop, loop->nheap + 1) == -1)
+		return -1;	/* disarmed, and the caller is told */
 	t->when = loop->now + ms;
 	loop->heap[loop->nheap] = t;
 	t->slot = ++loop->nheap;
 	heap_up(loop, loop->nheap - 1);
+	return 0;
 }
 
 static int

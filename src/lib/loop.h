@@ -66,8 +66,22 @@ void		 eg_io_forget(struct eg_loop *, struct eg_io *);
 void		 eg_io_set_fd(struct eg_io *, int fd);
 
 void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
-void		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
+/*
+ * (Re)arm t to fire ms from the loop's cached now.  Returns 0, or -1 with
+ * t disarmed when the heap could not grow (out of memory).  Arming cannot
+ * fail while the armed timers are covered by eg_timer_reserve() (plus a
+ * few spare slots the loop keeps for its long-lived timers).
+ */
+int		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
 void		 eg_timer_stop(struct eg_loop *, struct eg_timer *);
+/*
+ * Make room in the heap for n more timers, so that arming them never
+ * allocates: a connection reserves its timer when it is accepted and
+ * unreserves it when it is closed.  Returns 0, or -1 (out of memory;
+ * nothing reserved).
+ */
+int		 eg_timer_reserve(struct eg_loop *, size_t n);
+void		 eg_timer_unreserve(struct eg_loop *, size_t n);
 
 /*
  * Run fn(arg) on the loop thread and wait until it has returned.  From

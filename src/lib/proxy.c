@@ -20,6 +20,7 @@
 #include <sys/epoll.h>
 
 #include "admin.h"
+#include "alloc.h"
 #include "audit.h"
 #include "cfg.h"
 #include "dns.h"
@@ -891,6 +892,7 @@ egress_free(struct egress *ex)
 {
 	size_t i;
 	struct eg_client *cl;
+	unsigned long nalloc, failat;
 
 	if (ex == NULL)
 		return;
@@ -942,6 +944,10 @@ egress_free(struct egress *ex)
 	free(ex->ifaddrs);
 	free(ex->cfg_path);
 	free(ex->cfg_text);
+	/* for tests/integ/failalloc.test: how far the injection got */
+	if (eg_alloc_stats(&nalloc, &failat))
+		eg_log(ex, EGRESS_LOG_INFO, "EGRESS_FAIL_ALLOC=%lu: %lu "
+		    "allocations counted", failat, nalloc);
 	pthread_rwlock_destroy(&ex->lock);
 	pthread_mutex_destroy(&ex->ctl);
 	pthread_mutex_destroy(&ex->climtx);

@@ -381,7 +381,8 @@ stop_egressd()
 _up_n=0
 
 # start_upstream KIND ADDR PORT [ARGS...]: start tests/integ/upstream.py
-# (KIND echo|http|count|tls|sink|source|backlog|dns; see its docstring)
+# (KIND echo|eofecho|banner|hold|late|http|count|tls|sink|source|backlog|dns;
+# see its docstring)
 # on ADDR:PORT and wait (up to 10 s) until it prints READY.  Extra ARGS go to upstream.py (e.g. --count-file F, --http for
 # tls).  For tls, the certificate (CN and SAN up.test) is UP_CERT.
 # Sets UP_PID; its stderr is $T/up-N.err.

@@ -7,6 +7,12 @@ Kinds:
            shut down the write side and close (half-close aware).
   eofecho  read until the client's EOF, then send everything back and
            close (proves a half-close reached the upstream).
+  banner   a server that speaks first: send "220 banner.test ready\r\n"
+           at once, then behave as eofecho.
+  hold     read until the client's EOF, then keep the connection open
+           without a word (until --hold seconds pass, default 60).
+  late     read until the client's EOF, then send "late 1\n" .. "late 3\n"
+           --delay seconds apart (default 0.5), then close.
   http     HTTP/1.1 origin server: every response body names the method,
            the path, the request body's length and SHA-256, and every
            request header received, one per line ("h: Name: value").
@@ -69,15 +75,49 @@ def echo(s, first=b""):
         s.close()
 
 
-def eofecho(s):
+def eofecho(s, first=b""):
     got = bytearray()
     try:
+        if first:
+            s.sendall(first)
         while True:
             d = s.recv(65536)
             if not d:
                 break
             got += d
         s.sendall(b"EOF after %d bytes:" % len(got) + bytes(got))
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
+def read_to_eof(s):
+    n = 0
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return n
+        n += len(d)
+
+
+def hold(s):
+    try:
+        read_to_eof(s)
+        time.sleep(A.hold)
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
+def late(s):
+    try:
+        read_to_eof(s)
+        for i in (1, 2, 3):
+            time.sleep(A.delay)
+            s.sendall(b"late %d\n" % i)
         s.shutdown(socket.SHUT_WR)
     except OSError:
         pass
@@ -383,7 +423,7 @@ def main():
     global A
     p = argparse.ArgumentParser()
     p.add_argument("kind", choices=["echo", "eofecho", "http", "count",
-                                    "tls", "sink",
+                                    "tls", "sink", "banner", "hold", "late",
                                     "source", "backlog", "dns"])
     p.add_argument("--addr", default="127.0.0.3")
     p.add_argument("--port", type=int, required=True)
@@ -394,6 +434,8 @@ def main():
     p.add_argument("--report")
     p.add_argument("--bytes", type=int, default=0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--hold", type=float, default=60)
+    p.add_argument("--delay", type=float, default=0.5)
     p.add_argument("--a", action="append",
                    help="dns: NAME=IP to answer (A or AAAA); else NXDOMAIN")
     A = p.parse_args()
@@ -422,6 +464,12 @@ def main():
             fn, args = echo, (s,)
         elif A.kind == "eofecho":
             fn, args = eofecho, (s,)
+        elif A.kind == "banner":
+            fn, args = eofecho, (s, b"220 banner.test ready\r\n")
+        elif A.kind == "hold":
+            fn, args = hold, (s,)
+        elif A.kind == "late":
+            fn, args = late, (s,)
         elif A.kind == "http":
             fn, args = http, (s,)
         elif A.kind == "sink":

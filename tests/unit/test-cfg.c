@@ -196,6 +196,7 @@ test_good(void)
 	is_int(cfg->connect_timeout_ms, 5000, "connect_timeout in ms");
 	is_int(cfg->header_timeout_ms, 7000, "header_timeout in ms");
 	is_int(cfg->idle_timeout_ms, 600000, "idle_timeout in ms");
+	is_int(cfg->fin_timeout_ms, 20000, "fin_timeout in ms");
 	is_int(cfg->max_connections, 100, "max_connections");
 	is_int(cfg->max_connections_per_client, 10,
 	    "max_connections_per_client");
@@ -221,11 +222,11 @@ test_good(void)
 	is_int(cfg->nphases, 3, "three phases");
 	p = eg_cfg_phase(cfg, "setup");
 	ok(p != NULL && p->nrules == 5, "setup: repeated allow lines add");
-	ok(p != NULL && p->line == 32 && !p->report, "setup line, enforce");
+	ok(p != NULL && p->line == 33 && !p->report, "setup line, enforce");
 	p = eg_cfg_phase(cfg, "agent");
 	ok(p != NULL && p->report == 1 && p->nrules == 1, "agent report");
 	p = eg_cfg_phase(cfg, "judge");
-	ok(p != NULL && p->nrules == 0 && p->line == 41,
+	ok(p != NULL && p->nrules == 0 && p->line == 42,
 	    "empty [phase:judge] exists");
 	ok(eg_cfg_phase(cfg, "nope") == NULL, "unknown phase");
 	is_int(match(cfg, "setup", "PKG.Example.", 443), EG_MATCH_ALLOW,
@@ -424,6 +425,7 @@ test_defaults(void)
 	    cfg->close_on_phase_change, "booleans default on, close");
 	ok(cfg->connect_timeout_ms == 10000 && cfg->header_timeout_ms ==
 	    10000 && cfg->idle_timeout_ms == 300000, "timeouts 10/10/300");
+	is_int(cfg->fin_timeout_ms, 10000, "fin_timeout 10 s by default");
 	ok(cfg->max_connections == 4096 &&
 	    cfg->max_connections_per_client == 256, "connection limits");
 	is_int(cfg->max_header_bytes, 16384, "max_header_bytes 16384");
@@ -788,7 +790,7 @@ test_keys_documented(void)
 		    "egressd.ini.5 documents %s", eg_cfg_keys[i]);
 		n++;
 	}
-	is_int(n, 25, "25 keys in the table");
+	is_int(n, 26, "26 keys in the table");
 	free(ini);
 	free(man);
 }

@@ -1,7 +1,10 @@
 /*
  * test-loop.c: the event loop drops what a batch still holds for an io
  * whose fd was closed earlier in that batch, even after the io was given
- * a new fd (a kept-alive client's next upstream reuses its eg_io).
+ * a new fd (a kept-alive client's next upstream reuses its eg_io).  And
+ * timers under out of memory (eg_alloc_fail_at()): reserved timers arm
+ * without allocating, a failed reservation changes nothing, and a failed
+ * arm says so instead of leaving the timer silently disarmed.
  */
 #include "egress-int.h"
 
@@ -10,8 +13,69 @@
 
 #include <unistd.h>
 
+#include "alloc.h"
 #include "loop.h"
 #include "tap.h"
+
+#define NT	300
+
+static void
+nop(void *arg)
+{
+	(void)arg;
+}
+
+static void
+timers_oom(void)
+{
+	static struct eg_timer tm[NT + 1];
+	struct eg_loop *loop;
+	struct eg_err err;
+	size_t i, armed;
+	int fails;
+
+	eg_alloc_fail_at(0);
+	if ((loop = eg_loop_new(&err)) == NULL) {
+		ok(0, "loop for the timer tests");
+		return;
+	}
+	for (i = 0; i <= NT; i++)
+		eg_timer_init(&tm[i], nop, NULL);
+	ok(eg_timer_reserve(loop, NT) == 0, "reserve %d timer slots", NT);
+	/* from now on every allocation fails: reserved timers still arm */
+	eg_alloc_fail_at(1);
+	fails = 0;
+	for (i = 0; i < NT; i++) {
+		eg_alloc_fail_at(1);
+		fails += eg_timer_arm(loop, &tm[i], 1000 + i) != 0;
+	}
+	is_int(fails, 0, "arming reserved timers never allocates");
+	eg_alloc_fail_at(1);
+	ok(eg_timer_reserve(loop, 100000) == -1,
+	    "a reservation without memory fails");
+	for (armed = 0, i = 0; i < NT; i++)
+		armed += tm[i].slot != 0;
+	is_int((int)armed, NT, "... and every armed timer stays armed");
+	/* past the reservation and the spare slots, an arm that needs
+	 * memory and gets none says so */
+	for (i = 0; i < 1024; i++) {
+		static struct eg_timer extra[1024];
+
+		eg_timer_init(&extra[i], nop, NULL);
+		eg_alloc_fail_at(1);
+		if (eg_timer_arm(loop, &extra[i], 5) == -1)
+			break;
+	}
+	ok(i < 1024, "an unreserved arm that cannot grow the heap fails (-1)");
+	for (armed = 0, i = 0; i < NT; i++)
+		armed += tm[i].slot != 0;
+	is_int((int)armed, NT, "... the other timers are untouched");
+	eg_alloc_fail_at(0);
+	for (i = 0; i < NT; i++)
+		eg_timer_stop(loop, &tm[i]);
+	eg_timer_unreserve(loop, NT);
+	eg_loop_free(loop);
+}
 
 struct t {
 	struct eg_loop	*loop;
@@ -113,5 +177,7 @@ main(void)
 	close(t.bpair[0]);
 	close(t.bpair[1]);
 	eg_loop_free(t.loop);
+
+	timers_oom();
 	return done_testing();
 }
