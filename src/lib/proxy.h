@@ -18,6 +18,7 @@ struct eg_metrics;
 struct eg_admin;
 struct eg_dns;
 struct eg_conn;
+struct eg_ownaddr;
 
 enum eg_reason {
 	EG_R_NONE,
@@ -81,6 +82,7 @@ struct eg_worker {
 	int			 thr_started;
 	struct eg_loop		*loop;
 	struct eg_dns		*dns;
+	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
 	struct eg_lio		*lio;
 	size_t			 nlio;
 	struct eg_timer		 accept_pause;
@@ -145,8 +147,7 @@ struct egress {
 	unsigned		 fd_limit;	/* RLIMIT_NOFILE soft limit */
 	uint64_t		 accept_logged;	/* atomic: loop ms of the
 						   last EMFILE message */
-	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
-	size_t			 nifaddrs;
+	struct eg_ownaddr	*own;	/* the snapshot the workers hold */
 };
 
 /* log.c */
@@ -168,7 +169,6 @@ void	eg_emit(struct egress *, struct egress_event *);
 int	eg_client_acquire(struct egress *, const struct sockaddr *,
 	    unsigned max);
 void	eg_client_release(struct egress *, const struct sockaddr *);
-int	eg_is_loop(struct egress *, const struct sockaddr *);
 int64_t	eg_wall_ms(void);
 
 #endif
