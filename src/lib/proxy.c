@@ -549,10 +549,13 @@ worker_set_listeners(struct eg_worker *w)
 
 	for (k = 0; k < w->nlio; k++)
 		eg_io_del(w->loop, &w->lio[k].io);
-	free(w->lio);
+	/* an event of this batch may still point into it: worker_after()
+	 * frees it (reloads are serialised, so one is pending at most) */
+	free(w->lio_dead);
+	w->lio_dead = w->lio;
 	w->lio = NULL;
 	w->nlio = 0;
-	if (ex->stopping || ex->nls == 0)
+	if (__atomic_load_n(&ex->stopping, __ATOMIC_ACQUIRE) || ex->nls == 0)
 		return;
 	if ((w->lio = calloc(ex->nls, sizeof(*w->lio))) == NULL)
 		return;
@@ -652,7 +655,8 @@ worker_after(void *arg)
 
 	size_t k;
 
-	if (w->ex->stopping && !w->stopped) {
+	if (__atomic_load_n(&w->ex->stopping, __ATOMIC_ACQUIRE) &&
+	    !w->stopped) {
 		w->stopped = 1;
 		for (k = 0; k < w->nlio; k++)
 			eg_io_del(w->loop, &w->lio[k].io);
@@ -661,6 +665,8 @@ worker_after(void *arg)
 	}
 	eg_conn_reap(w);
 	eg_dns_reap(w->dns);
+	free(w->lio_dead);
+	w->lio_dead = NULL;
 }
 
 static void *
@@ -787,7 +793,7 @@ egress_run_thread(struct egress *ex)
 		rc = pthread_create(&ex->w[i].thr, NULL, worker_main,
 		    &ex->w[i]);
 		if (rc != 0) {
-			ex->stopping = 1;
+			__atomic_store_n(&ex->stopping, 1, __ATOMIC_RELEASE);
 			egress_join(ex);
 			return set_err(ex, "pthread_create: %s", strerror(rc));
 		}
@@ -803,7 +809,7 @@ egress_join(struct egress *ex)
 
 	for (i = 0; i < ex->nw; i++)
 		if (ex->w[i].thr_started) {
-			if (ex->stopping)
+			if (__atomic_load_n(&ex->stopping, __ATOMIC_ACQUIRE))
 				eg_loop_wake(ex->w[i].loop);
 			pthread_join(ex->w[i].thr, NULL);
 			ex->w[i].thr_started = 0;
@@ -818,7 +824,7 @@ egress_stop(struct egress *ex)
 	size_t i;
 
 	/* async-signal-safe: a flag and eventfd writes */
-	ex->stopping = 1;
+	__atomic_store_n(&ex->stopping, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < ex->nw; i++)
 		if (ex->w[i].loop != NULL)
 			eg_loop_wake(ex->w[i].loop);
@@ -858,6 +864,7 @@ egress_free(struct egress *ex)
 			free(b);
 		}
 		free(w->lio);
+		free(w->lio_dead);
 		eg_ownaddr_unref(w->own);
 		eg_loop_free(w->loop);
 	}

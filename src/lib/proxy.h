@@ -85,6 +85,8 @@ struct eg_worker {
 	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
 	struct eg_lio		*lio;
 	size_t			 nlio;
+	struct eg_lio		*lio_dead;	/* replaced; freed after the
+						   batch (events may name it) */
 	struct eg_timer		 accept_pause;
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */
