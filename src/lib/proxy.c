@@ -699,6 +699,7 @@ workers_create(struct egress *ex)
 		w->idx = (unsigned)i;
 		if ((w->loop = eg_loop_new(&err)) == NULL ||
 		    (w->dns = eg_dns_new(w->loop, ex->cfg->dns_servers,
+		    ex->cfg->dns_timeout_ms, ex->cfg->dns_tries,
 		    &err)) == NULL) {
 			ex->nw = i + 1;
 			return set_err(ex, "%s", err.msg);
@@ -1021,7 +1022,8 @@ dns_cmd(void *arg)
 	struct eg_worker *w = arg;
 	struct eg_err err;
 
-	if (eg_dns_set_servers(w->dns, w->ex->cfg->dns_servers, &err) == -1)
+	if (eg_dns_configure(&w->dns, w->ex->cfg->dns_servers,
+	    w->ex->cfg->dns_timeout_ms, w->ex->cfg->dns_tries, &err) == -1)
 		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
 }
 
