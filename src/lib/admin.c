@@ -354,7 +354,7 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	if (eg_admin_parse_phase(rq->body, rq->len, name, sizeof(name),
 	    &why) == -1)
 		return reply_err(con, 400, why, NULL, NULL);
-	if (ex->stopping)
+	if (__atomic_load_n(&ex->stopping, __ATOMIC_ACQUIRE))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
 	pthread_mutex_lock(&ad->mtx);
 	egress_phase(ex, prev, sizeof(prev));
@@ -436,7 +436,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	size_t n, nerr = 0;
 	int rc;
 
-	if (ex->stopping)
+	if (__atomic_load_n(&ex->stopping, __ATOMIC_ACQUIRE))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
 	if ((msg = malloc(sizeof(ex->errmsg))) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
