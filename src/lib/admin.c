@@ -924,6 +924,19 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 	return 0;
 }
 
+int
+eg_admin_tcp_addr(const struct egress *ex, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	if (ex->admin == NULL || !ex->admin->tcp)
+		return 0;
+	memset(ss, 0, sizeof(*ss));
+	if (getsockname(ex->admin->fd, (struct sockaddr *)ss, &len) == -1)
+		return 0;
+	return 1;
+}
+
 void
 eg_admin_stop(struct egress *ex)
 {

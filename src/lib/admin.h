@@ -8,6 +8,8 @@
 #ifndef EG_ADMIN_H
 #define EG_ADMIN_H
 
+#include <sys/socket.h>
+
 #include "err.h"
 
 struct egress;
@@ -39,6 +41,13 @@ int	eg_admin_start(struct egress *ex, struct eg_err *err);
  * listener, free ex->admin.  NULL-safe; idempotent.
  */
 void	eg_admin_stop(struct egress *ex);
+
+/*
+ * The address (with port) the admin API's TCP listener is bound to, into
+ * *ss.  Returns 1, or 0 when there is no TCP admin listener.
+ */
+int	eg_admin_tcp_addr(const struct egress *ex,
+	    struct sockaddr_storage *ss);
 
 /*
  * The default admin socket path into buf (also egressctl's default):

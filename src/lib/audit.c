@@ -19,10 +19,13 @@ struct ring_slot {
 };
 
 struct eg_audit {
+	/* fd and json are read by every writer (atomic loads) and changed by
+	 * eg_audit_reconfigure(); path and is_stdout are guarded by cmtx. */
 	int		 fd;		/* -1: discard */
 	int		 json;
 	int		 is_stdout;
 	char		*path;
+	pthread_mutex_t	 cmtx;		/* reconfigure vs. reopen */
 
 	pthread_mutex_t	 mtx;		/* guards the ring */
 	struct ring_slot *ring;
@@ -86,28 +89,33 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 	a->is_stdout = is_stdout;
 	a->nring = ring;
 	pthread_mutex_init(&a->mtx, NULL);
+	pthread_mutex_init(&a->cmtx, NULL);
 	return a;
 }
 
 int
 eg_audit_reopen(struct eg_audit *a, struct eg_err *err)
 {
-	int fd, is_stdout;
+	int fd, is_stdout, rc = 0;
 
-	if (a->fd == -1 || a->is_stdout)
+	pthread_mutex_lock(&a->cmtx);
+	if (a->fd == -1 || a->is_stdout) {
+		pthread_mutex_unlock(&a->cmtx);
 		return 0;
+	}
 	fd = audit_open_fd(a->path, &is_stdout, err);
-	if (fd < 0)
+	if (fd < 0) {
+		pthread_mutex_unlock(&a->cmtx);
 		return -1;
+	}
 	/* dup2 swaps the file under the same descriptor atomically, so a
 	 * concurrent writer writes either to the old or to the new file */
-	if (dup2(fd, a->fd) == -1) {
-		close(fd);
-		return eg_err_set(err, errno, "reopen audit log %s: %s",
+	if (dup2(fd, a->fd) == -1)
+		rc = eg_err_set(err, errno, "reopen audit log %s: %s",
 		    a->path, strerror(errno));
-	}
 	close(fd);
-	return 0;
+	pthread_mutex_unlock(&a->cmtx);
+	return rc;
 }
 
 int
@@ -117,32 +125,39 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 	int fd, is_stdout;
 	char *p;
 
+	pthread_mutex_lock(&a->cmtx);
 	if (strcmp(path, a->path) == 0) {
-		a->json = json;
+		__atomic_store_n(&a->json, json, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&a->cmtx);
 		return 0;
 	}
 	fd = audit_open_fd(path, &is_stdout, err);
-	if (fd == -2)
+	if (fd == -2) {
+		pthread_mutex_unlock(&a->cmtx);
 		return -1;
+	}
 	if ((p = strdup(path)) == NULL) {
 		if (fd > STDERR_FILENO)
 			close(fd);
+		pthread_mutex_unlock(&a->cmtx);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}
 	/*
 	 * Keep the descriptor number stable where we can, so writers on
-	 * other threads never see a closed descriptor.
+	 * other threads never see a closed descriptor.  (A descriptor given
+	 * up for "none" stays open for the same reason.)
 	 */
 	if (a->fd > STDERR_FILENO && fd >= 0) {
 		dup2(fd, a->fd);
 		if (fd > STDERR_FILENO)
 			close(fd);
 	} else
-		a->fd = fd;
+		__atomic_store_n(&a->fd, fd, __ATOMIC_RELAXED);
 	free(a->path);
 	a->path = p;
-	a->json = json;
+	__atomic_store_n(&a->json, json, __ATOMIC_RELAXED);
 	a->is_stdout = is_stdout;
+	pthread_mutex_unlock(&a->cmtx);
 	return 0;
 }
 
@@ -160,6 +175,7 @@ eg_audit_close(struct eg_audit *a)
 	free(a->ring);
 	free(a->path);
 	pthread_mutex_destroy(&a->mtx);
+	pthread_mutex_destroy(&a->cmtx);
 	free(a);
 }
 
@@ -429,22 +445,25 @@ eg_audit_emit(struct eg_audit *a, const struct egress_event *ev)
 	size_t n = 0, off = 0;
 	ssize_t w;
 	int rc = 0;
+	/* read once: a reload may change them (eg_audit_reconfigure) */
+	int json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
+	int fd = __atomic_load_n(&a->fd, __ATOMIC_RELAXED);
 
 	/* the ring holds JSON: with a JSON log, the same line is written */
-	if (a->nring > 0 || a->json)
+	if (a->nring > 0 || json)
 		n = eg_audit_format(ev, 1, line, sizeof(line));
 	if (a->nring > 0)
 		ring_push(a, line, n);
-	if (a->fd == -1)
+	if (fd == -1)
 		return 0;
-	if (!a->json) {
+	if (!json) {
 		n = eg_audit_format(ev, 0, text, sizeof(text));
 		out = text;
 	}
 	/* One write(2); the loop only guards against EINTR / short writes
 	 * on pipes, which a regular O_APPEND file never produces. */
 	while (off < n) {
-		w = write(a->fd, out + off, n - off);
+		w = write(fd, out + off, n - off);
 		if (w == -1) {
 			if (errno == EINTR)
 				continue;

@@ -104,6 +104,9 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	X(KS_PROXY, "max_header_bytes", K_UINT, 1024, 1048576,		\
 	    C(max_header_bytes), 0, NULL)				\
 	X(KS_PROXY, "dns_servers", K_DNS, 0, 0, C(dns_servers), 0, NULL) \
+	X(KS_PROXY, "dns_timeout", K_SECONDS, 1, 300, C(dns_timeout_ms),	\
+	    0, NULL)							\
+	X(KS_PROXY, "dns_tries", K_UINT, 1, 8, C(dns_tries), 0, NULL)	\
 	X(KS_PROXY, "workers", K_UINT, 0, 256, C(workers), 0, NULL)	\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
 	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
@@ -954,6 +957,8 @@ cfg_new(const char *fname)
 	cfg->max_connections = 4096;
 	cfg->max_connections_per_client = 256;
 	cfg->max_header_bytes = 16384;
+	cfg->dns_timeout_ms = 5 * 1000;
+	cfg->dns_tries = 2;
 	cfg->workers = 0;
 	return cfg;
 }

@@ -61,6 +61,8 @@ struct eg_cfg {
 	unsigned	 max_connections_per_client;
 	unsigned	 max_header_bytes;
 	char		*dns_servers;	/* "ip:port,ip:port" or NULL */
+	unsigned	 dns_timeout_ms;	/* the bound of one lookup */
+	unsigned	 dns_tries;	/* query rounds within it */
 	unsigned	 workers;	/* 0 = one per CPU */
 
 	struct eg_pin	*pins;		size_t npins;

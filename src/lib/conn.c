@@ -22,6 +22,7 @@
 #include "dns.h"
 #include "host.h"
 #include "metrics.h"
+#include "ownaddr.h"
 #include "policy.h"
 #include "proxy.h"
 #include "reqparse.h"
@@ -886,7 +887,7 @@ sa_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 static int
 conn_is_loop(void *arg, const struct sockaddr *sa)
 {
-	return eg_is_loop(arg, sa);
+	return eg_ownaddr_is_own(arg, sa);
 }
 
 /* Start a non-blocking connect to the next candidate. */
@@ -962,15 +963,22 @@ static void	conn_forward_begin(struct eg_conn *);
 static enum eg_io_res
 conn_do_resolving(struct eg_conn *c)
 {
+	struct eg_ownaddr *own;
+	enum eg_select sel;
+
 	if (!c->dns_done)
 		return IO_AGAIN;
 	if (c->dns_status != 0) {
 		conn_fail(c, EG_R_DNS_FAILURE);
 		return IO_OK;
 	}
-	switch (eg_addr_select(c->h->addrs, c->h->naddr, c->port,
-	    c->cfg->deny_private, c->trusted, conn_is_loop, c->ex,
-	    &c->h->naddr)) {
+	/* the worker's snapshot of our own addresses, held for the check */
+	own = eg_ownaddr_ref(c->w->own);
+	sel = eg_addr_select(c->h->addrs, c->h->naddr, c->port,
+	    c->cfg->deny_private, c->trusted, conn_is_loop, own,
+	    &c->h->naddr);
+	eg_ownaddr_unref(own);
+	switch (sel) {
 	case EG_SELECT_OK:
 		break;
 	case EG_SELECT_LOOP:

@@ -27,11 +27,17 @@ struct eg_dns {
 	struct eg_timer	 tmo;
 	struct dns_sock	*socks;
 	struct dns_sock	*dead;		/* closed; freed by eg_dns_reap() */
+	unsigned	 timeout_ms;	/* the bound of one lookup */
+	unsigned	 tries;
+	unsigned	 pending;	/* lookups c-ares still holds */
+	struct eg_dns	*retired;	/* older resolvers, freed when idle */
 };
 
 struct dns_query {
-	eg_dns_cb	*cb;
+	struct eg_dns	*dns;
+	eg_dns_cb	*cb;		/* NULL: answered (timed out) */
 	void		*arg;
+	struct eg_timer	 tmo;		/* the lookup's deadline */
 };
 
 static pthread_once_t dns_once = PTHREAD_ONCE_INIT;
@@ -112,8 +118,24 @@ dns_sock_state(void *data, ares_socket_t fd, int readable, int writable)
 	    (writable ? EPOLLOUT : 0));
 }
 
+/*
+ * The wait of the first round of queries: c-ares doubles it for each
+ * further round (per server: timeout << (try / nservers)), so with one
+ * server the rounds add up to timeout_ms.  The lookup's own deadline
+ * (dns_query.tmo) is what bounds it in every case.
+ */
+static int
+dns_first_wait(unsigned timeout_ms, unsigned tries)
+{
+	unsigned rounds = (1u << (tries > 8 ? 8 : tries)) - 1;
+	unsigned ms = timeout_ms / (rounds ? rounds : 1);
+
+	return (int)(ms > 0 ? ms : 1);
+}
+
 struct eg_dns *
-eg_dns_new(struct eg_loop *loop, const char *servers, struct eg_err *err)
+eg_dns_new(struct eg_loop *loop, const char *servers, unsigned timeout_ms,
+    unsigned tries, struct eg_err *err)
 {
 	struct ares_options opt;
 	struct eg_dns *dns;
@@ -125,14 +147,29 @@ eg_dns_new(struct eg_loop *loop, const char *servers, struct eg_err *err)
 		return NULL;
 	}
 	dns->loop = loop;
+	dns->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+	dns->tries = tries > 0 ? tries : 2;
 	eg_timer_init(&dns->tmo, dns_timeout, dns);
 	memset(&opt, 0, sizeof(opt));
 	opt.sock_state_cb = dns_sock_state;
 	opt.sock_state_cb_data = dns;
-	opt.timeout = 2000;
-	opt.tries = 2;
+	opt.timeout = dns_first_wait(dns->timeout_ms, dns->tries);
+	opt.tries = (int)dns->tries;
+	/*
+	 * Only the absolute name, as decided: no search list (resolv.conf
+	 * search/domain, LOCALDOMAIN, the host's own domain), so ndots
+	 * (RES_OPTIONS, resolv.conf) has nothing to choose from, and no
+	 * HOSTALIASES.  ARES_FLAG_NOSEARCH alone is not enough:
+	 * ares_getaddrinfo() of c-ares 1.18 walks channel->domains without
+	 * looking at it; an empty domain list it does honour.
+	 */
+	opt.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
+	opt.ndots = 1;
+	opt.domains = NULL;
+	opt.ndomains = 0;
 	rc = ares_init_options(&dns->ch, &opt, ARES_OPT_SOCK_STATE_CB |
-	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_FLAGS |
+	    ARES_OPT_NDOTS | ARES_OPT_DOMAINS);
 	if (rc != ARES_SUCCESS) {
 		eg_err_set(err, rc, "c-ares init: %s", ares_strerror(rc));
 		free(dns);
@@ -161,14 +198,63 @@ eg_dns_set_servers(struct eg_dns *dns, const char *servers,
 	return 0;
 }
 
+int
+eg_dns_configure(struct eg_dns **dnsp, const char *servers,
+    unsigned timeout_ms, unsigned tries, struct eg_err *err)
+{
+	struct eg_dns *dns = *dnsp, *nd;
+
+	if (timeout_ms == dns->timeout_ms && tries == dns->tries)
+		return eg_dns_set_servers(dns, servers, err);
+	/*
+	 * c-ares cannot change the timeout or the tries of a channel: a new
+	 * resolver takes the new lookups; the old one finishes its own and
+	 * is freed by eg_dns_reap() once it holds none.  (Its servers carry
+	 * over when the configuration names none.)
+	 */
+	if ((nd = eg_dns_new(dns->loop, NULL, timeout_ms, tries, err)) == NULL)
+		return -1;
+	if (servers == NULL) {
+		struct ares_addr_port_node *list = NULL;
+		int rc;
+
+		rc = ares_get_servers_ports(dns->ch, &list);
+		if (rc == ARES_SUCCESS)
+			rc = ares_set_servers_ports(nd->ch, list);
+		ares_free_data(list);
+		if (rc != ARES_SUCCESS) {
+			eg_err_set(err, rc, "dns servers: %s",
+			    ares_strerror(rc));
+			eg_dns_free(nd);
+			return -1;
+		}
+	} else if (eg_dns_set_servers(nd, servers, err) == -1) {
+		eg_dns_free(nd);
+		return -1;
+	}
+	nd->retired = dns;
+	*dnsp = nd;
+	return 0;
+}
+
 void
 eg_dns_reap(struct eg_dns *dns)
 {
 	struct dns_sock *s;
+	struct eg_dns **rp, *r;
 
 	while ((s = dns->dead) != NULL) {
 		dns->dead = s->next;
 		free(s);
+	}
+	for (rp = &dns->retired; (r = *rp) != NULL; ) {
+		eg_dns_reap(r);
+		if (r->pending == 0) {
+			*rp = r->retired;
+			r->retired = NULL;
+			eg_dns_free(r);
+		} else
+			rp = &r->retired;
 	}
 }
 
@@ -179,6 +265,7 @@ eg_dns_free(struct eg_dns *dns)
 
 	if (dns == NULL)
 		return;
+	eg_dns_free(dns->retired);
 	/* pending callbacks run with ARES_EDESTRUCTION */
 	ares_destroy(dns->ch);
 	eg_timer_stop(dns->loop, &dns->tmo);
@@ -200,6 +287,14 @@ dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 	size_t n = 0;
 
 	(void)timeouts;
+	eg_timer_stop(q->dns->loop, &q->tmo);
+	q->dns->pending--;
+	if (q->cb == NULL) {		/* answered at its deadline */
+		if (res != NULL)
+			ares_freeaddrinfo(res);
+		free(q);
+		return;
+	}
 	if (status == ARES_SUCCESS && res != NULL) {
 		for (ai = res->nodes; ai != NULL && n < EG_DNS_MAXADDR;
 		    ai = ai->ai_next) {
@@ -223,6 +318,20 @@ dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 	free(q);
 }
 
+/* The deadline: answer "timed out" now; c-ares's callback comes later. */
+static void
+dns_deadline(void *arg)
+{
+	struct dns_query *q = arg;
+	eg_dns_cb *cb = q->cb;
+	char why[64];
+
+	q->cb = NULL;
+	snprintf(why, sizeof(why), "no answer within %u ms",
+	    q->dns->timeout_ms);
+	cb(q->arg, -1, why, NULL, 0);
+}
+
 void
 eg_dns_lookup(struct eg_dns *dns, const char *name, eg_dns_cb *cb, void *arg)
 {
@@ -233,8 +342,13 @@ eg_dns_lookup(struct eg_dns *dns, const char *name, eg_dns_cb *cb, void *arg)
 		cb(arg, -1, "out of memory", NULL, 0);
 		return;
 	}
+	q->dns = dns;
 	q->cb = cb;
 	q->arg = arg;
+	/* armed first: dns_done() may run inside ares_getaddrinfo() */
+	eg_timer_init(&q->tmo, dns_deadline, q);
+	eg_timer_arm(dns->loop, &q->tmo, dns->timeout_ms);
+	dns->pending++;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_flags = ARES_AI_NOSORT;

@@ -24,9 +24,22 @@ struct eg_dns;
 typedef void	eg_dns_cb(void *arg, int status, const char *reason,
 		    const struct sockaddr_storage *addrs, size_t n);
 
-/* servers: "ip:port,[v6]:port" or NULL for the system configuration. */
+/*
+ * servers: "ip:port,[v6]:port" or NULL for the system configuration.
+ * timeout_ms bounds each lookup in all (every try, every server): then
+ * its callback runs with status -1; tries: rounds of queries within it.
+ * Names are looked up as absolute names only: no search list, no ndots,
+ * no HOSTALIASES.
+ */
 struct eg_dns	*eg_dns_new(struct eg_loop *, const char *servers,
-		    struct eg_err *);
+		    unsigned timeout_ms, unsigned tries, struct eg_err *);
+/*
+ * Apply a reloaded configuration (servers NULL: keep them).  A change of
+ * timeout_ms or tries replaces *dnsp by a new resolver; the old one
+ * finishes its lookups and is freed by eg_dns_reap().
+ */
+int		 eg_dns_configure(struct eg_dns **dnsp, const char *servers,
+		    unsigned timeout_ms, unsigned tries, struct eg_err *);
 void		 eg_dns_free(struct eg_dns *);
 /* Free resolver sockets closed during the last batch (after-batch hook). */
 void		 eg_dns_reap(struct eg_dns *);

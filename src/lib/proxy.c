@@ -14,7 +14,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -25,6 +24,7 @@
 #include "cfg.h"
 #include "dns.h"
 #include "metrics.h"
+#include "ownaddr.h"
 #include "proxy.h"
 
 struct eg_client {			/* per-client connection count */
@@ -210,129 +210,6 @@ eg_client_release(struct egress *ex, const struct sockaddr *sa)
 		free(cl);
 	}
 	pthread_mutex_unlock(&ex->climtx);
-}
-
-/* --- loop protection ------------------------------------------------------ */
-
-static int
-sa_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)(const void *)sa)
-		    ->sin_port);
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)(const void *)sa)
-		    ->sin6_port);
-	return -1;
-}
-
-/* The IPv4 address of sa, also inside a v4-mapped IPv6 address. */
-static int
-sa_v4(const struct sockaddr *sa, struct in_addr *v4)
-{
-	const struct in6_addr *a6;
-
-	if (sa->sa_family == AF_INET) {
-		*v4 = ((const struct sockaddr_in *)(const void *)sa)->sin_addr;
-		return 1;
-	}
-	if (sa->sa_family != AF_INET6)
-		return 0;
-	a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-	if (!IN6_IS_ADDR_V4MAPPED(a6))
-		return 0;
-	memcpy(v4, a6->s6_addr + 12, 4);
-	return 1;
-}
-
-/* Compare the addresses (not ports); v4-mapped v6 equals its v4. */
-static int
-sa_addr_eq(const struct sockaddr *a, const struct sockaddr *b)
-{
-	struct in_addr a4 = { 0 }, b4 = { 0 };
-	int ha = sa_v4(a, &a4), hb = sa_v4(b, &b4);
-
-	if (ha || hb)
-		return ha && hb && a4.s_addr == b4.s_addr;
-	if (a->sa_family != AF_INET6 || b->sa_family != AF_INET6)
-		return 0;
-	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)
-	    ->sin6_addr, &((const struct sockaddr_in6 *)(const void *)b)
-	    ->sin6_addr, 16) == 0;
-}
-
-static int
-sa_is_any(const struct sockaddr *sa)
-{
-	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
-
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)(const void *)sa)
-		    ->sin_addr.s_addr == htonl(INADDR_ANY);
-	return memcmp(&((const struct sockaddr_in6 *)(const void *)sa)
-	    ->sin6_addr, &any6, 16) == 0;
-}
-
-/*
- * Is sa (address and port) one of our own TCP listeners?  A wildcard
- * listener covers every local interface address and loopback.
- */
-int
-eg_is_loop(struct egress *ex, const struct sockaddr *sa)
-{
-	const struct sockaddr *l;
-	size_t i, j;
-	int port = sa_port(sa);
-
-	for (i = 0; i < ex->nls; i++) {
-		if (ex->ls[i].kind != EG_LISTEN_TCP)
-			continue;
-		l = (const struct sockaddr *)&ex->ls[i].ss;
-		if (sa_port(l) != port)
-			continue;
-		if (sa_addr_eq(l, sa))
-			return 1;
-		if (!sa_is_any(l))
-			continue;
-		if (sa->sa_family == AF_INET && (ntohl(((const struct
-		    sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >> 24)
-		    == 127)
-			return 1;
-		for (j = 0; j < ex->nifaddrs; j++)
-			if (sa_addr_eq((const struct sockaddr *)
-			    &ex->ifaddrs[j], sa))
-				return 1;
-	}
-	return 0;
-}
-
-static void
-load_ifaddrs(struct egress *ex)
-{
-	struct ifaddrs *ifa, *i;
-	size_t n = 0;
-
-	free(ex->ifaddrs);
-	ex->ifaddrs = NULL;
-	ex->nifaddrs = 0;
-	if (getifaddrs(&ifa) == -1)
-		return;
-	for (i = ifa; i != NULL; i = i->ifa_next)
-		if (i->ifa_addr != NULL && (i->ifa_addr->sa_family == AF_INET ||
-		    i->ifa_addr->sa_family == AF_INET6))
-			n++;
-	if (n > 0 && (ex->ifaddrs = calloc(n, sizeof(*ex->ifaddrs))) != NULL)
-		for (i = ifa; i != NULL; i = i->ifa_next) {
-			if (i->ifa_addr == NULL)
-				continue;
-			if (i->ifa_addr->sa_family == AF_INET)
-				memcpy(&ex->ifaddrs[ex->nifaddrs++],
-				    i->ifa_addr, sizeof(struct sockaddr_in));
-			else if (i->ifa_addr->sa_family == AF_INET6)
-				memcpy(&ex->ifaddrs[ex->nifaddrs++],
-				    i->ifa_addr, sizeof(struct sockaddr_in6));
-		}
-	freeifaddrs(ifa);
 }
 
 /* --- creation ---------------------------------------------------------------- */
@@ -696,7 +573,10 @@ worker_set_listeners(struct eg_worker *w)
 
 	for (k = 0; k < w->nlio; k++)
 		eg_io_del(w->loop, &w->lio[k].io);
-	free(w->lio);
+	/* an event of this batch may still point into it: worker_after()
+	 * frees it (reloads are serialised, so one is pending at most) */
+	free(w->lio_dead);
+	w->lio_dead = w->lio;
 	w->lio = NULL;
 	w->nlio = 0;
 	if (eg_stopping(ex) || ex->nls == 0)
@@ -712,6 +592,84 @@ worker_set_listeners(struct eg_worker *w)
 	w->nlio = ex->nls;
 	if (!w->paused)
 		worker_listen(w);
+}
+
+/* --- own addresses (loop protection) ------------------------------------ */
+
+/*
+ * A snapshot of egressd's own addresses: the TCP listeners ls and ls2 (as
+ * bound; ls2 may be NULL), the admin API's TCP listener, and the
+ * interface addresses.  NULL when out of memory.  Without the interface
+ * list (getifaddrs() failed) a wildcard listener still covers loopback;
+ * the failure is logged.
+ */
+static struct eg_ownaddr *
+own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
+    const struct eg_lsock *ls2, size_t nls2)
+{
+	struct sockaddr_storage *tcp, *ifs;
+	struct eg_ownaddr *own;
+	size_t i, n = 0, nifs;
+
+	if ((tcp = calloc(nls + nls2 + 1, sizeof(*tcp))) == NULL)
+		return NULL;
+	for (i = 0; i < nls; i++)
+		if (ls[i].kind == EG_LISTEN_TCP)
+			tcp[n++] = ls[i].ss;
+	for (i = 0; i < nls2; i++)
+		if (ls2[i].kind == EG_LISTEN_TCP)
+			tcp[n++] = ls2[i].ss;
+	if (eg_admin_tcp_addr(ex, &tcp[n]) == 1)
+		n++;
+	if (eg_ownaddr_ifaddrs(&ifs, &nifs) == -1) {
+		eg_log(ex, EGRESS_LOG_WARN, "getifaddrs: %s; loop protection "
+		    "of wildcard listeners covers loopback only",
+		    strerror(errno));
+		ifs = NULL;
+		nifs = 0;
+	}
+	own = eg_ownaddr_new(tcp, n, ifs, nifs);
+	free(tcp);
+	free(ifs);
+	return own;
+}
+
+struct own_set {
+	struct eg_worker	*w;
+	struct eg_ownaddr	*own;
+};
+
+static void
+own_cmd(void *arg)
+{
+	struct own_set *s = arg;
+	struct eg_ownaddr *old = s->w->own;
+
+	s->w->own = eg_ownaddr_ref(s->own);
+	eg_ownaddr_unref(old);
+}
+
+/*
+ * Publish own (taking over the caller's reference): every worker swaps
+ * its snapshot on its own loop thread, between events, so a decision in
+ * progress keeps the one it started with (it holds a reference).
+ */
+static void
+own_publish(struct egress *ex, struct eg_ownaddr *own)
+{
+	struct own_set s;
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		s.w = &ex->w[i];
+		s.own = own;
+		if (ex->running)
+			eg_loop_call(ex->w[i].loop, own_cmd, &s);
+		else
+			own_cmd(&s);
+	}
+	eg_ownaddr_unref(ex->own);
+	ex->own = own;
 }
 
 static void
@@ -730,6 +688,8 @@ worker_after(void *arg)
 	}
 	eg_conn_reap(w);
 	eg_dns_reap(w->dns);
+	free(w->lio_dead);
+	w->lio_dead = NULL;
 }
 
 static void *
@@ -762,6 +722,7 @@ workers_create(struct egress *ex)
 		w->idx = (unsigned)i;
 		if ((w->loop = eg_loop_new(&err)) == NULL ||
 		    (w->dns = eg_dns_new(w->loop, ex->cfg->dns_servers,
+		    ex->cfg->dns_timeout_ms, ex->cfg->dns_tries,
 		    &err)) == NULL) {
 			ex->nw = i + 1;
 			return set_err(ex, "%s", err.msg);
@@ -796,6 +757,7 @@ raise_nofile(struct egress *ex)
 int
 egress_start(struct egress *ex)
 {
+	struct eg_ownaddr *own;
 	struct eg_err err;
 
 	if (ex->started)
@@ -809,7 +771,6 @@ egress_start(struct egress *ex)
 		return set_err(ex, "%s", err.msg);
 	if (bind_all(ex, ex->cfg, &ex->ls, &ex->nls) == -1)
 		return -1;
-	load_ifaddrs(ex);
 	ex->def.phase = eg_cfg_phase(ex->cfg, ex->cfg->phase);
 	if (ex->def.phase == NULL)
 		return set_err(ex, "phase '%s' does not exist", ex->cfg->phase);
@@ -822,6 +783,12 @@ egress_start(struct egress *ex)
 		ex->started = 0;
 		return set_err(ex, "%s", err.msg);
 	}
+	/* after the admin API: its TCP listener is one of our addresses */
+	if ((own = own_build(ex, ex->ls, ex->nls, NULL, 0)) == NULL) {
+		ex->started = 0;
+		return set_err(ex, "out of memory");
+	}
+	own_publish(ex, own);
 	return 0;
 }
 
@@ -922,6 +889,8 @@ egress_free(struct egress *ex)
 			free(b);
 		}
 		free(w->lio);
+		free(w->lio_dead);
+		eg_ownaddr_unref(w->own);
 		eg_loop_free(w->loop);
 	}
 	free(ex->w);
@@ -941,7 +910,7 @@ egress_free(struct egress *ex)
 			ex->clients[i] = cl->next;
 			free(cl);
 		}
-	free(ex->ifaddrs);
+	eg_ownaddr_unref(ex->own);
 	free(ex->cfg_path);
 	free(ex->cfg_text);
 	/* for tests/integ/failalloc.test: how far the injection got */
@@ -1098,7 +1067,8 @@ dns_cmd(void *arg)
 	struct eg_worker *w = arg;
 	struct eg_err err;
 
-	if (eg_dns_set_servers(w->dns, w->ex->cfg->dns_servers, &err) == -1)
+	if (eg_dns_configure(&w->dns, w->ex->cfg->dns_servers,
+	    w->ex->cfg->dns_timeout_ms, w->ex->cfg->dns_tries, &err) == -1)
 		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
 }
 
@@ -1120,6 +1090,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_cfg *cfg, *old;
 	const struct eg_phase *p;
 	struct eg_lsock *nls = NULL, *ols;
+	struct eg_ownaddr *own, *both;
 	struct eg_err err;
 	size_t i, j, nn = 0, onls;
 	char from[64];
@@ -1184,7 +1155,11 @@ egress_reload(struct egress *ex, const char *by)
 		}
 		nn++;
 	}
-	if (eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
+	/* own addresses: old and new listeners while both may accept */
+	own = own_build(ex, nls, nn, NULL, 0);
+	both = own_build(ex, nls, nn, ex->ls, ex->nls);
+	if (own == NULL || both == NULL ||
+	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
 		for (i = 0; i < nn; i++)
 			if (!nls[i].keep)
@@ -1193,6 +1168,13 @@ egress_reload(struct egress *ex, const char *by)
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
+		if (own == NULL || both == NULL) {
+			eg_ownaddr_unref(own);
+			eg_ownaddr_unref(both);
+			return set_err(ex, "out of memory");
+		}
+		eg_ownaddr_unref(own);
+		eg_ownaddr_unref(both);
 		return set_err(ex, "%s", err.msg);
 	}
 
@@ -1208,6 +1190,7 @@ egress_reload(struct egress *ex, const char *by)
 	ex->nls = nn;
 	pthread_rwlock_unlock(&ex->lock);
 
+	own_publish(ex, both);
 	for (i = 0; i < ex->nw; i++) {
 		if (ex->running) {
 			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
@@ -1221,7 +1204,7 @@ egress_reload(struct egress *ex, const char *by)
 		if (!ols[i].keep)
 			lsock_clear(&ols[i]);
 	free(ols);
-	load_ifaddrs(ex);
+	own_publish(ex, own);
 	close_forbidden(ex, &ex->def, EG_END_RELOAD);
 	eg_cfg_unref(old);
 	eg_metrics_reload(ex->metrics, 1);

@@ -18,6 +18,7 @@ struct eg_metrics;
 struct eg_admin;
 struct eg_dns;
 struct eg_conn;
+struct eg_ownaddr;
 
 enum eg_reason {
 	EG_R_NONE,
@@ -81,8 +82,11 @@ struct eg_worker {
 	int			 thr_started;
 	struct eg_loop		*loop;
 	struct eg_dns		*dns;
+	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
 	struct eg_lio		*lio;
 	size_t			 nlio;
+	struct eg_lio		*lio_dead;	/* replaced; freed after the
+						   batch (events may name it) */
 	struct eg_timer		 accept_pause;
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */
@@ -148,8 +152,7 @@ struct egress {
 	unsigned		 fd_limit;	/* RLIMIT_NOFILE soft limit */
 	uint64_t		 accept_logged;	/* atomic: loop ms of the
 						   last EMFILE message */
-	struct sockaddr_storage	*ifaddrs;	/* local interface addresses */
-	size_t			 nifaddrs;
+	struct eg_ownaddr	*own;	/* the snapshot the workers hold */
 };
 
 /* Has egress_stop() been called?  Read from any thread. */
@@ -186,7 +189,6 @@ void	eg_emit(struct egress *, struct egress_event *);
 int	eg_client_acquire(struct egress *, const struct sockaddr *,
 	    unsigned max);
 void	eg_client_release(struct egress *, const struct sockaddr *);
-int	eg_is_loop(struct egress *, const struct sockaddr *);
 int64_t	eg_wall_ms(void);
 
 #endif

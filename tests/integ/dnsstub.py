@@ -5,7 +5,7 @@ mapping, always with TTL 0, and NXDOMAIN for every name it does not know.
 
 usage: dnsstub.py --port PORT [--addr 127.0.0.1] [--log FILE]
                   [--a NAME=IP[,IP...]]... [--rebind NAME=SET1/SET2]...
-                  [--json FILE]
+                  [--silent NAME]... [--json FILE]
 
   --a NAME=IPS        NAME always answers the comma-separated IPS (v4 for
                       A queries, v6 for AAAA; the other type gets an empty
@@ -13,6 +13,8 @@ usage: dnsstub.py --port PORT [--addr 127.0.0.1] [--log FILE]
   --rebind NAME=A/B   successive queries of the same type for NAME answer
                       the comma-separated set A, then B, then A, ...
                       (DNS rebinding).
+  --silent NAME       queries for NAME are logged ("NAME QTYPE SILENT")
+                      and never answered (a resolver that does not answer).
   --json FILE         {"name": ["ip", ...], ...}: more --a mappings.
   --log FILE          one line per query: "NAME QTYPE ANSWER,..." (the
                       answer given, "-" if none, "NXDOMAIN").
@@ -38,8 +40,10 @@ def main():
     p.add_argument("--log")
     p.add_argument("--a", action="append", default=[])
     p.add_argument("--rebind", action="append", default=[])
+    p.add_argument("--silent", action="append", default=[])
     p.add_argument("--json")
     a = p.parse_args()
+    silent = set(n.lower().rstrip(".") for n in a.silent)
 
     fixed = {}
     rebind = {}
@@ -78,6 +82,11 @@ def main():
             continue
         name = ".".join(labels).lower()
         rcode = 0
+        if name in silent:
+            if a.log:
+                with open(a.log, "a") as f:
+                    f.write("%s %d SILENT\n" % (name, qtype))
+            continue
         if name in rebind:
             k = (name, qtype)
             n = turn.get(k, 0)

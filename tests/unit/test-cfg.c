@@ -204,6 +204,8 @@ test_good(void)
 	is_str(cfg->dns_servers,
 	    "127.0.0.53:53,127.0.0.1:5353,[::1]:53,[::1]:53",
 	    "dns_servers normalised for c-ares");
+	is_int(cfg->dns_timeout_ms, 3000, "dns_timeout in ms");
+	is_int(cfg->dns_tries, 3, "dns_tries");
 	is_int(cfg->workers, 4, "workers");
 
 	is_int(cfg->npins, 2, "two pins");
@@ -222,11 +224,11 @@ test_good(void)
 	is_int(cfg->nphases, 3, "three phases");
 	p = eg_cfg_phase(cfg, "setup");
 	ok(p != NULL && p->nrules == 5, "setup: repeated allow lines add");
-	ok(p != NULL && p->line == 33 && !p->report, "setup line, enforce");
+	ok(p != NULL && p->line == 35 && !p->report, "setup line, enforce");
 	p = eg_cfg_phase(cfg, "agent");
 	ok(p != NULL && p->report == 1 && p->nrules == 1, "agent report");
 	p = eg_cfg_phase(cfg, "judge");
-	ok(p != NULL && p->nrules == 0 && p->line == 42,
+	ok(p != NULL && p->nrules == 0 && p->line == 44,
 	    "empty [phase:judge] exists");
 	ok(eg_cfg_phase(cfg, "nope") == NULL, "unknown phase");
 	is_int(match(cfg, "setup", "PKG.Example.", 443), EG_MATCH_ALLOW,
@@ -430,6 +432,8 @@ test_defaults(void)
 	    cfg->max_connections_per_client == 256, "connection limits");
 	is_int(cfg->max_header_bytes, 16384, "max_header_bytes 16384");
 	is_int(cfg->workers, 0, "workers 0");
+	ok(cfg->dns_timeout_ms == 5000 && cfg->dns_tries == 2,
+	    "dns_timeout 5, dns_tries 2");
 	eg_cfg_unref(cfg);
 
 	cfg = parse_str("[phase:b]\n[phase:a]\n[proxy]\nunix = /tmp/x.sock\n",
@@ -790,7 +794,7 @@ test_keys_documented(void)
 		    "egressd.ini.5 documents %s", eg_cfg_keys[i]);
 		n++;
 	}
-	is_int(n, 26, "26 keys in the table");
+	is_int(n, 28, "28 keys in the table");
 	free(ini);
 	free(man);
 }
