@@ -253,9 +253,12 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 	const char *const *m;
 	struct jb j = { 0 };
 	char phase[128];
+	uint64_t aerr;
 	int64_t up;
+	int failing;
 
 	egress_phase(ex, phase, sizeof(phase));
+	eg_audit_health(ex->audit, &aerr, &failing);
 	up = eg_wall_ms() - ex->started_ms;
 	jb_lit(&j, "{\"version\":");
 	jb_str(&j, egress_version());
@@ -273,7 +276,9 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 			jb_raw(&j, ",", 1);
 		jb_str(&j, *m);
 	}
-	jb_lit(&j, "]}");
+	jb_lit(&j, "],\"audit\":{\"write_errors\":");
+	jb_u64(&j, aerr);
+	jb_lit(&j, failing ? ",\"failing\":true}}" : ",\"failing\":false}}");
 	return reply_json(con, 200, &j);
 }
 
@@ -488,9 +493,10 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	char phase[128], *buf = NULL, *nb;
 	size_t cap = 65536, n = 0;
 	int64_t up;
-	int tries;
+	int tries, failing;
 
 	egress_phase(ex, phase, sizeof(phase));
+	eg_audit_health(ex->audit, &g.audit_write_errors, &failing);
 	up = eg_wall_ms() - ex->started_ms;
 	g.phase = phase;
 	g.active = __atomic_load_n(&ex->active, __ATOMIC_RELAXED);
@@ -549,6 +555,22 @@ authorized(struct eg_admin *ad, struct MHD_Connection *con)
 	return diff == 0;
 }
 
+/* 200 ok; 503 while the audit log is failing (its last write failed). */
+static enum MHD_Result
+healthz(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	static const char bad[] = "audit log failing\n";
+	uint64_t n;
+	int failing;
+
+	eg_audit_health(ad->ex->audit, &n, &failing);
+	if (failing)
+		return reply(con, 503, "text/plain; charset=utf-8", bad,
+		    sizeof(bad) - 1, NULL, NULL);
+	return reply(con, 200, "text/plain; charset=utf-8", "ok\n", 3,
+	    NULL, NULL);
+}
+
 enum method { M_GET, M_PUT, M_POST, M_OTHER };
 
 static enum MHD_Result
@@ -558,8 +580,7 @@ dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
 	if (strcmp(url, "/healthz") == 0) {
 		if (m != M_GET)
 			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return reply(con, 200, "text/plain; charset=utf-8", "ok\n", 3,
-		    NULL, NULL);
+		return healthz(ad, con);
 	}
 	if (!authorized(ad, con))
 		return reply_err(con, 401, "missing or wrong bearer token "

@@ -141,7 +141,8 @@ struct eg_conn {
 const char *const eg_reason_name[] = {
 	"-", "not_allowed", "port_not_allowed", "private_address",
 	"bad_request", "timeout", "dns_failure", "connect_failed",
-	"connect_timeout", "too_many_connections", "loop", "shutdown"
+	"connect_timeout", "too_many_connections", "loop", "shutdown",
+	"audit_failed"
 };
 
 const char *const eg_end_name[] = {
@@ -581,7 +582,7 @@ conn_allow(struct eg_conn *c)
 {
 	struct egress_event ev;
 	enum eg_match m;
-	char phase[64];
+	char phase[64], body[EG_HOST_MAX + 64];
 
 	pthread_rwlock_rdlock(&c->ex->lock);
 	if (c->gen != c->sess->gen) {
@@ -604,7 +605,15 @@ conn_allow(struct eg_conn *c)
 	ev.addr = c->addr;
 	ev.rule = c->rule ? c->rule->text : NULL;
 	ev.report = c->report ? "not_allowed" : NULL;
-	eg_emit(c->ex, &ev);
+	if (eg_emit(c->ex, &ev) == -1) {
+		/* no ALLOW line, no ALLOW: refuse, and close the upstream
+		 * before a byte reaches it */
+		pthread_rwlock_unlock(&c->ex->lock);
+		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
+		    "audit log is failing", c->host.name, c->port);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED, 503, body);
+		return -1;
+	}
 	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
 	c->allowed = 1;

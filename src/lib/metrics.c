@@ -412,6 +412,12 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	out_fmt(&o, "egressd_reloads_total{result=\"error\"} %llu\n",
 	    (unsigned long long)load64(&m->reloads_err));
 
+	out_head(&o, "egressd_audit_write_errors_total", "counter",
+	    "Audit lines that could not be written (an ALLOW among them is "
+	    "refused with 503).");
+	out_fmt(&o, "egressd_audit_write_errors_total %llu\n",
+	    (unsigned long long)(g ? g->audit_write_errors : 0));
+
 	out_head(&o, "egressd_phase_info", "gauge",
 	    "The current phase (value always 1).");
 	out_str(&o, "egressd_phase_info{phase=\"");

@@ -102,19 +102,28 @@ egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
 	return 0;
 }
 
-/* Timestamp, write, and tell the subscribers. */
-void
+/* Timestamp, write, count and tell the subscribers (see proxy.h). */
+int
 eg_emit(struct egress *ex, struct egress_event *ev)
 {
 	size_t i;
+	int rc, change;
 
 	ev->ts_ms = eg_wall_ms();
-	eg_metrics_event(ex->metrics, ev);
-	if (eg_audit_emit(ex->audit, ev) == -1)
-		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s",
+	rc = eg_audit_emit(ex->audit, ev, &change);
+	/* the first failure and the recovery are logged, not every line */
+	if (change > 0)
+		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
+		    "refusing what would be allowed until it works again",
 		    strerror(errno));
+	else if (change < 0)
+		eg_log(ex, EGRESS_LOG_INFO, "audit log writes work again");
+	if (rc == -1 && ev->type == EGRESS_EV_ALLOW)
+		return -1;
+	eg_metrics_event(ex->metrics, ev);
 	for (i = 0; i < ex->nsubs; i++)
 		ex->subs[i].cb(ev, ex->subs[i].arg);
+	return rc;
 }
 
 /* --- per-client accounting ------------------------------------------------ */
