@@ -2,8 +2,10 @@
  * admin.c: the admin API on libmicrohttpd (the only file that includes
  * microhttpd.h).  MHD runs it on threads of its own, one per connection,
  * so a phase switch that waits for the loops to close tunnels never holds
- * up /healthz; handlers change the proxy only through egress.h's control
- * calls and read the configuration under egress.lock.
+ * up /healthz; connections are capped (admin_max_connections) and closed
+ * when idle (admin_idle_timeout), so idle ones cannot lock it out.
+ * Handlers change the proxy only through egress.h's control calls and
+ * read the configuration under egress.lock.
  */
 #include "egress-int.h"
 
@@ -784,7 +786,7 @@ listen_unix(struct eg_admin *ad, const char *path, mode_t mode,
 		close(fd);
 		return -1;
 	}
-	if (chmod(path, mode) == -1 || listen(fd, 64) == -1) {
+	if (chmod(path, mode) == -1 || listen(fd, SOMAXCONN) == -1) {
 		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(path);
@@ -816,7 +818,7 @@ listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
-	    listen(fd, 64) == -1) {
+	    listen(fd, SOMAXCONN) == -1) {
 		eg_err_set(err, errno, "admin %s: %s", text, strerror(errno));
 		close(fd);
 		return -1;
@@ -877,6 +879,7 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 	struct eg_admin *ad;
 	const char *admin = ex->cfg->admin;
 	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	unsigned maxc;
 	int rc;
 
 	if (ex->admin != NULL)
@@ -922,14 +925,28 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		admin_free(ad);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}
-	ad->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
+	/*
+	 * Idle connections must not lock the control plane: up to
+	 * admin_max_connections at once (within the descriptor limit), each
+	 * closed after admin_idle_timeout seconds without a byte.  poll(),
+	 * not select(): descriptors above FD_SETSIZE are normal here.
+	 */
+	maxc = ex->cfg->admin_max_connections;
+	if (ex->fd_limit > 0 && maxc > ex->fd_limit / 4) {
+		maxc = ex->fd_limit / 4 > 0 ? ex->fd_limit / 4 : 1;
+		eg_log(ex, EGRESS_LOG_WARN, "admin: admin_max_connections "
+		    "%u is more than a quarter of the descriptor limit (%u); "
+		    "using %u", ex->cfg->admin_max_connections, ex->fd_limit,
+		    maxc);
+	}
+	ad->d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, on_request, ad,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)ad->fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ad,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ad,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	    MHD_OPTION_CONNECTION_LIMIT, maxc,
+	    MHD_OPTION_CONNECTION_TIMEOUT, ex->cfg->admin_idle_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 	    MHD_OPTION_END);
 	if (ad->d == NULL || ad->where == NULL) {

@@ -42,6 +42,8 @@ struct eg_cfg {
 	char		*admin;		/* path or ADDR:PORT; NULL: default */
 	mode_t		 admin_mode;
 	char		*admin_token_file;
+	unsigned	 admin_max_connections;
+	unsigned	 admin_idle_timeout;	/* seconds */
 	unsigned	 audit_ring;
 	char		*audit_log;	/* "-" = stdout */
 	int		 audit_json;
