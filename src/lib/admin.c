@@ -121,12 +121,10 @@ skip_ws(const char *s, size_t i, size_t len)
 	return i;
 }
 
-static int
-name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+#define NAME_RULE "a phase name is 1 to " STR(EG_PHASE_NAME_MAX) \
+	" of A-Z a-z 0-9 _ . -"
 
 int
 eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
@@ -150,14 +148,12 @@ eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
 	if (i >= len || body[i] != '"')
 		return -1;
 	start = ++i;
-	while (i < len && name_char(body[i]))
+	while (i < len && body[i] != '"')
 		i++;
-	if (i >= len || body[i] != '"') {
-		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
-		return -1;
-	}
-	if (i == start || i - start > 63 || i - start >= cap) {
-		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
+	/* one grammar, shared.h's, for the config, egressctl and here */
+	if (i >= len || !eg_phase_name_ok(body + start, i - start) ||
+	    i - start >= cap) {
+		*why = NAME_RULE;
 		return -1;
 	}
 	memcpy(name, body + start, i - start);
@@ -254,7 +250,7 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	const char *const *m;
 	struct jb j = { 0 };
-	char phase[128];
+	char phase[EG_PHASE_NAME_MAX + 1];
 	uint64_t aerr;
 	int64_t up;
 	int failing;
@@ -345,7 +341,8 @@ static enum MHD_Result
 put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 {
 	struct egress *ex = ad->ex;
-	char name[64], prev[128], msg[600];
+	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
+	char msg[600];
 	const char *why;
 	struct jb j = { 0 };
 	unsigned closed = 0;
@@ -439,7 +436,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct jb j = { 0 };
 	const char *p, *nl;
-	char *msg, phase[128], line[1024];
+	char *msg, phase[EG_PHASE_NAME_MAX + 1], line[1024];
 	size_t n, nerr = 0;
 	int rc;
 
@@ -492,7 +489,7 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct eg_metrics_gauges g;
 	enum MHD_Result rc;
-	char phase[128], *buf = NULL, *nb;
+	char phase[EG_PHASE_NAME_MAX + 1], *buf = NULL, *nb;
 	size_t cap = 65536, n = 0;
 	int64_t up;
 	int tries, failing;

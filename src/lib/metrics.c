@@ -11,8 +11,10 @@
 
 #include "audit.h"
 #include "metrics.h"
+#include "shared.h"
 
-#define LABEL_MAX	64	/* longest label value kept; longer is cut */
+/* longest label value kept (a phase name, whole), with its NUL */
+#define LABEL_MAX	(EG_PHASE_NAME_MAX + 1)
 #define TABLE_MAX	4096	/* distinct label sets kept per family */
 
 /* Histogram bucket upper bounds, in microseconds (0.001 s .. 10 s). */

@@ -997,7 +997,7 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
     unsigned *closed)
 {
 	const struct eg_phase *p;
-	char from[64];
+	const char *from;
 	unsigned n;
 
 	if (!ex->started)
@@ -1011,7 +1011,9 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
 		errno = ENOENT;
 		return set_err(ex, "phase '%s' does not exist", name);
 	}
-	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	/* the old phase stays in ex->cfg, which only a reload (under ctl,
+	 * which we hold) replaces: the name needs no copy */
+	from = ex->def.phase->name;
 	/* after this, every decision uses the new phase */
 	ex->def.phase = p;
 	ex->def.gen++;
@@ -1085,7 +1087,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_lsock *nls = NULL, *ols;
 	struct eg_err err;
 	size_t i, j, nn = 0, onls;
-	char from[64];
+	const char *from;
 
 	if (!ex->started)
 		return set_err(ex, "egress_start() first");
@@ -1097,8 +1099,9 @@ egress_reload(struct egress *ex, const char *by)
 		pthread_mutex_unlock(&ex->ctl);
 		return -1;
 	}
+	/* ex->cfg, where the name lives, changes only under ctl (held) */
 	pthread_rwlock_rdlock(&ex->lock);
-	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	from = ex->def.phase->name;
 	pthread_rwlock_unlock(&ex->lock);
 	if ((p = eg_cfg_phase(cfg, from)) == NULL) {
 		set_err(ex, "%s: the current phase '%s' is not in the "
