@@ -147,6 +147,9 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 	a->path = p;
 	a->json = json;
 	a->is_stdout = is_stdout;
+	/* a log that discards cannot be failing */
+	if (fd == -1)
+		__atomic_store_n(&a->failing, 0, __ATOMIC_RELAXED);
 	return 0;
 }
 

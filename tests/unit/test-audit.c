@@ -194,6 +194,12 @@ test_failing(void)
 	eg_audit_health(a, &n, &failing);
 	ok(rc == 0 && change == -1 && n == 2 && !failing,
 	    "a good write clears failing (change -1), the count stays");
+	ok(eg_audit_reconfigure(a, "/dev/full", 0, &err) == 0 &&
+	    eg_audit_emit(a, &ev, NULL) == -1, "back to /dev/full: fails");
+	ok(eg_audit_reconfigure(a, "none", 0, &err) == 0,
+	    "reconfigure to none");
+	eg_audit_health(a, &n, &failing);
+	ok(!failing && n == 3, "a discarding log is not failing");
 	if (fd != -1) {
 		close(fd);
 		unlink(path);
