@@ -2,8 +2,10 @@
  * admin.c: the admin API on libmicrohttpd (the only file that includes
  * microhttpd.h).  MHD runs it on threads of its own, one per connection,
  * so a phase switch that waits for the loops to close tunnels never holds
- * up /healthz; handlers change the proxy only through egress.h's control
- * calls and read the configuration under egress.lock.
+ * up /healthz; connections are capped (admin_max_connections) and closed
+ * when idle (admin_idle_timeout), so idle ones cannot lock it out.
+ * Handlers change the proxy only through egress.h's control calls and
+ * read the configuration under egress.lock.
  */
 #include "egress-int.h"
 
@@ -119,12 +121,10 @@ skip_ws(const char *s, size_t i, size_t len)
 	return i;
 }
 
-static int
-name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+#define NAME_RULE "a phase name is 1 to " STR(EG_PHASE_NAME_MAX) \
+	" of A-Z a-z 0-9 _ . -"
 
 int
 eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
@@ -148,14 +148,12 @@ eg_admin_parse_phase(const char *body, size_t len, char *name, size_t cap,
 	if (i >= len || body[i] != '"')
 		return -1;
 	start = ++i;
-	while (i < len && name_char(body[i]))
+	while (i < len && body[i] != '"')
 		i++;
-	if (i >= len || body[i] != '"') {
-		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
-		return -1;
-	}
-	if (i == start || i - start > 63 || i - start >= cap) {
-		*why = "a phase name is 1 to 63 of A-Z a-z 0-9 _ . -";
+	/* one grammar, shared.h's, for the config, egressctl and here */
+	if (i >= len || !eg_phase_name_ok(body + start, i - start) ||
+	    i - start >= cap) {
+		*why = NAME_RULE;
 		return -1;
 	}
 	memcpy(name, body + start, i - start);
@@ -252,10 +250,13 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	const char *const *m;
 	struct jb j = { 0 };
-	char phase[128];
+	char phase[EG_PHASE_NAME_MAX + 1];
+	uint64_t aerr;
 	int64_t up;
+	int failing;
 
 	egress_phase(ex, phase, sizeof(phase));
+	eg_audit_health(ex->audit, &aerr, &failing);
 	up = eg_wall_ms() - ex->started_ms;
 	jb_lit(&j, "{\"version\":");
 	jb_str(&j, egress_version());
@@ -273,7 +274,9 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 			jb_raw(&j, ",", 1);
 		jb_str(&j, *m);
 	}
-	jb_lit(&j, "]}");
+	jb_lit(&j, "],\"audit\":{\"write_errors\":");
+	jb_u64(&j, aerr);
+	jb_lit(&j, failing ? ",\"failing\":true}}" : ",\"failing\":false}}");
 	return reply_json(con, 200, &j);
 }
 
@@ -338,7 +341,8 @@ static enum MHD_Result
 put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 {
 	struct egress *ex = ad->ex;
-	char name[64], prev[128], msg[600];
+	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
+	char msg[600];
 	const char *why;
 	struct jb j = { 0 };
 	unsigned closed = 0;
@@ -432,7 +436,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct jb j = { 0 };
 	const char *p, *nl;
-	char *msg, phase[128], line[1024];
+	char *msg, phase[EG_PHASE_NAME_MAX + 1], line[1024];
 	size_t n, nerr = 0;
 	int rc;
 
@@ -485,12 +489,13 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct eg_metrics_gauges g;
 	enum MHD_Result rc;
-	char phase[128], *buf = NULL, *nb;
+	char phase[EG_PHASE_NAME_MAX + 1], *buf = NULL, *nb;
 	size_t cap = 65536, n = 0;
 	int64_t up;
-	int tries;
+	int tries, failing;
 
 	egress_phase(ex, phase, sizeof(phase));
+	eg_audit_health(ex->audit, &g.audit_write_errors, &failing);
 	up = eg_wall_ms() - ex->started_ms;
 	g.phase = phase;
 	g.active = __atomic_load_n(&ex->active, __ATOMIC_RELAXED);
@@ -549,6 +554,22 @@ authorized(struct eg_admin *ad, struct MHD_Connection *con)
 	return diff == 0;
 }
 
+/* 200 ok; 503 while the audit log is failing (its last write failed). */
+static enum MHD_Result
+healthz(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	static const char bad[] = "audit log failing\n";
+	uint64_t n;
+	int failing;
+
+	eg_audit_health(ad->ex->audit, &n, &failing);
+	if (failing)
+		return reply(con, 503, "text/plain; charset=utf-8", bad,
+		    sizeof(bad) - 1, NULL, NULL);
+	return reply(con, 200, "text/plain; charset=utf-8", "ok\n", 3,
+	    NULL, NULL);
+}
+
 enum method { M_GET, M_PUT, M_POST, M_OTHER };
 
 static enum MHD_Result
@@ -558,8 +579,7 @@ dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
 	if (strcmp(url, "/healthz") == 0) {
 		if (m != M_GET)
 			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return reply(con, 200, "text/plain; charset=utf-8", "ok\n", 3,
-		    NULL, NULL);
+		return healthz(ad, con);
 	}
 	if (!authorized(ad, con))
 		return reply_err(con, 401, "missing or wrong bearer token "
@@ -765,7 +785,7 @@ listen_unix(struct eg_admin *ad, const char *path, mode_t mode,
 		close(fd);
 		return -1;
 	}
-	if (chmod(path, mode) == -1 || listen(fd, 64) == -1) {
+	if (chmod(path, mode) == -1 || listen(fd, SOMAXCONN) == -1) {
 		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(path);
@@ -797,7 +817,7 @@ listen_tcp(struct eg_admin *ad, const char *text, struct eg_err *err)
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
-	    listen(fd, 64) == -1) {
+	    listen(fd, SOMAXCONN) == -1) {
 		eg_err_set(err, errno, "admin %s: %s", text, strerror(errno));
 		close(fd);
 		return -1;
@@ -858,6 +878,7 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 	struct eg_admin *ad;
 	const char *admin = ex->cfg->admin;
 	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	unsigned maxc;
 	int rc;
 
 	if (ex->admin != NULL)
@@ -903,14 +924,28 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		admin_free(ad);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}
-	ad->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
+	/*
+	 * Idle connections must not lock the control plane: up to
+	 * admin_max_connections at once (within the descriptor limit), each
+	 * closed after admin_idle_timeout seconds without a byte.  poll(),
+	 * not select(): descriptors above FD_SETSIZE are normal here.
+	 */
+	maxc = ex->cfg->admin_max_connections;
+	if (ex->fd_limit > 0 && maxc > ex->fd_limit / 4) {
+		maxc = ex->fd_limit / 4 > 0 ? ex->fd_limit / 4 : 1;
+		eg_log(ex, EGRESS_LOG_WARN, "admin: admin_max_connections "
+		    "%u is more than a quarter of the descriptor limit (%u); "
+		    "using %u", ex->cfg->admin_max_connections, ex->fd_limit,
+		    maxc);
+	}
+	ad->d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, on_request, ad,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)ad->fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ad,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ad,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	    MHD_OPTION_CONNECTION_LIMIT, maxc,
+	    MHD_OPTION_CONNECTION_TIMEOUT, ex->cfg->admin_idle_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 	    MHD_OPTION_END);
 	if (ad->d == NULL || ad->where == NULL) {

@@ -59,9 +59,10 @@ int	eg_admin_default_path(char *buf, size_t len);
 
 /*
  * Parse the body of PUT /v1/phase: exactly {"phase":"NAME"} (whitespace
- * allowed between tokens) with NAME of 1 to 63 characters from
- * [A-Za-z0-9_.-].  Copies NAME into name (cap >= 64).  Returns 0, or -1
- * with a short reason in *why.  Pure; exposed for tests.
+ * allowed between tokens) with NAME a phase name (eg_phase_name_ok():
+ * 1 to EG_PHASE_NAME_MAX of [A-Za-z0-9_.-]).  Copies NAME into name,
+ * NUL-terminated (cap >= EG_PHASE_NAME_MAX + 1).  Returns 0, or -1 with a
+ * short reason in *why.  Pure; exposed for tests.
  */
 int	eg_admin_parse_phase(const char *body, size_t len, char *name,
 	    size_t cap, const char **why);

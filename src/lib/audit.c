@@ -7,6 +7,7 @@
 #include "egress-int.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,9 @@ struct eg_audit {
 	struct ring_slot *ring;
 	unsigned	 nring;
 	uint64_t	 seq;		/* ring sequence; also "since" */
+
+	uint64_t	 write_errors;	/* atomic: failed line writes */
+	int		 failing;	/* atomic: the last write failed */
 };
 
 static const char *const event_names[] = {
@@ -157,6 +161,9 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 	a->path = p;
 	__atomic_store_n(&a->json, json, __ATOMIC_RELAXED);
 	a->is_stdout = is_stdout;
+	/* a log that discards cannot be failing */
+	if (fd == -1)
+		__atomic_store_n(&a->failing, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&a->cmtx);
 	return 0;
 }
@@ -437,42 +444,105 @@ ring_push(struct eg_audit *a, const char *line, size_t n)
 	pthread_mutex_unlock(&a->mtx);
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int
-eg_audit_emit(struct eg_audit *a, const struct egress_event *ev)
+eg_audit_write_all(int fd, const char *buf, size_t n)
+{
+	struct pollfd pfd;
+	int64_t deadline = -1, now;
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < n) {
+		w = write(fd, buf + off, n - off);
+		if (w > 0) {
+			off += (size_t)w;
+			deadline = -1;
+			continue;
+		}
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* a non-blocking pipe that is full: wait for room,
+			 * as a blocking write would, but not for ever */
+			now = mono_ms();
+			if (deadline == -1)
+				deadline = now + EG_AUDIT_STALL_MS;
+			if (now >= deadline) {
+				errno = EAGAIN;
+				return -1;
+			}
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			pfd.revents = 0;
+			if (poll(&pfd, 1, (int)(deadline - now)) == -1 &&
+			    errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (w == 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int
+eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
+    int *change)
 {
 	char line[EG_AUDIT_LINE], text[EG_AUDIT_LINE];
 	const char *out = line;
-	size_t n = 0, off = 0;
-	ssize_t w;
-	int rc = 0;
+	size_t n = 0, nj = 0;
+	int rc = 0, e, was;
 	/* read once: a reload may change them (eg_audit_reconfigure) */
 	int json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
 	int fd = __atomic_load_n(&a->fd, __ATOMIC_RELAXED);
 
+	if (change != NULL)
+		*change = 0;
 	/* the ring holds JSON: with a JSON log, the same line is written */
 	if (a->nring > 0 || json)
-		n = eg_audit_format(ev, 1, line, sizeof(line));
-	if (a->nring > 0)
-		ring_push(a, line, n);
-	if (fd == -1)
-		return 0;
-	if (!json) {
-		n = eg_audit_format(ev, 0, text, sizeof(text));
-		out = text;
-	}
-	/* One write(2); the loop only guards against EINTR / short writes
-	 * on pipes, which a regular O_APPEND file never produces. */
-	while (off < n) {
-		w = write(fd, out + off, n - off);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			rc = -1;
-			break;
+		n = nj = eg_audit_format(ev, 1, line, sizeof(line));
+	if (fd != -1) {
+		if (!json) {
+			n = eg_audit_format(ev, 0, text, sizeof(text));
+			out = text;
 		}
-		off += (size_t)w;
+		/* one write(2), unless a pipe takes the line in pieces */
+		rc = eg_audit_write_all(fd, out, n);
+		e = errno;
+		if (rc == -1)
+			__atomic_add_fetch(&a->write_errors, 1,
+			    __ATOMIC_RELAXED);
+		was = __atomic_exchange_n(&a->failing, rc == -1,
+		    __ATOMIC_RELAXED);
+		if (change != NULL && was != (rc == -1))
+			*change = rc == -1 ? 1 : -1;
+		errno = e;
 	}
+	/* an ALLOW that is not in the log is not a decision: the caller
+	 * refuses instead, and that refusal is what the ring records */
+	if (a->nring > 0 && (rc == 0 || ev->type != EGRESS_EV_ALLOW))
+		ring_push(a, line, nj);
 	return rc;
+}
+
+void
+eg_audit_health(struct eg_audit *a, uint64_t *write_errors, int *failing)
+{
+	*write_errors = a != NULL ? __atomic_load_n(&a->write_errors,
+	    __ATOMIC_RELAXED) : 0;
+	*failing = a != NULL ? __atomic_load_n(&a->failing,
+	    __ATOMIC_RELAXED) : 0;
 }
 
 size_t

@@ -13,6 +13,7 @@
 #include "err.h"
 
 #define EG_AUDIT_LINE	4096	/* longest line; values are truncated */
+#define EG_AUDIT_STALL_MS 5000	/* longest wait for a full pipe to drain */
 
 struct eg_audit;
 
@@ -26,9 +27,28 @@ int		 eg_audit_reconfigure(struct eg_audit *, const char *path,
 		    int json, struct eg_err *err);
 void		 eg_audit_close(struct eg_audit *);
 
-/* Format and write one event (one write(2)), and record it in the ring.
- * Returns 0, or -1 if the write failed (the event is still in the ring). */
-int		 eg_audit_emit(struct eg_audit *, const struct egress_event *);
+/*
+ * Format and write one event (one write(2)), and record it in the ring.
+ * Returns 0, or -1 if the write failed (errno says why): the failure is
+ * counted and the log is "failing" until a later write succeeds.  A failed
+ * ALLOW is not put in the ring (the caller refuses the request instead);
+ * any other event is.  *change (if not NULL) is 1 when this write made the
+ * log failing, -1 when it made it healthy again, else 0 (for logging the
+ * transitions only).
+ */
+int		 eg_audit_emit(struct eg_audit *, const struct egress_event *,
+		    int *change);
+
+/*
+ * Write n bytes to fd to completion: short writes and EINTR are retried,
+ * and EAGAIN (a non-blocking pipe that is full) waits for room, up to
+ * EG_AUDIT_STALL_MS in all without progress.  0, or -1 with errno.
+ */
+int		 eg_audit_write_all(int fd, const char *buf, size_t n);
+
+/* Failed writes so far, and whether the last write failed.  Any thread. */
+void		 eg_audit_health(struct eg_audit *, uint64_t *write_errors,
+		    int *failing);
 
 /* Pure formatting, for tests: returns the line length (with '\n'). */
 size_t		 eg_audit_format(const struct egress_event *, int json,

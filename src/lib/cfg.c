@@ -77,6 +77,10 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	X(KS_PROXY, "admin_mode", K_MODE, 0, 0777, C(admin_mode), 0, NULL) \
 	X(KS_PROXY, "admin_token_file", K_STR, 0, 0, C(admin_token_file), \
 	    0, NULL)							\
+	X(KS_PROXY, "admin_max_connections", K_UINT, 1, 65536,		\
+	    C(admin_max_connections), 0, NULL)				\
+	X(KS_PROXY, "admin_idle_timeout", K_UINT, 1, 3600,		\
+	    C(admin_idle_timeout), 0, NULL)				\
 	X(KS_PROXY, "audit_ring", K_UINT, 0, 1048576, C(audit_ring), 0,	\
 	    NULL)							\
 	X(KS_PROXY, "audit_log", K_STR, 0, 0, C(audit_log), 0, NULL)	\
@@ -944,6 +948,8 @@ cfg_new(const char *fname)
 	cfg->nports = 1;
 	cfg->unix_mode = 0660;
 	cfg->admin_mode = 0600;
+	cfg->admin_max_connections = 1024;
+	cfg->admin_idle_timeout = 5;
 	cfg->audit_ring = 1024;
 	cfg->audit_json = 0;
 	cfg->deny_private = 1;

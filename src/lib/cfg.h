@@ -43,6 +43,8 @@ struct eg_cfg {
 	mode_t		 admin_mode;
 	char		*admin_token_file;
 	int		 admin_token_line;	/* its line; 0: an override */
+	unsigned	 admin_max_connections;
+	unsigned	 admin_idle_timeout;	/* seconds */
 	unsigned	 audit_ring;
 	char		*audit_log;	/* "-" = stdout */
 	int		 audit_log_set;	/* given, not the default */

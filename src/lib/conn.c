@@ -145,7 +145,8 @@ struct eg_conn {
 const char *const eg_reason_name[] = {
 	"-", "not_allowed", "port_not_allowed", "private_address",
 	"bad_request", "timeout", "dns_failure", "connect_failed",
-	"connect_timeout", "too_many_connections", "loop", "shutdown"
+	"connect_timeout", "too_many_connections", "loop", "shutdown",
+	"audit_failed"
 };
 
 const char *const eg_end_name[] = {
@@ -508,13 +509,11 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
     int status, const char *body)
 {
 	struct egress_event ev;
-	char phase[64];
 
 	conn_event(c, &ev, t);
 	ev.reason = eg_reason_name[r];
 	pthread_rwlock_rdlock(&c->ex->lock);
-	snprintf(phase, sizeof(phase), "%s", c->sess->phase->name);
-	ev.phase = phase;
+	ev.phase = c->sess->phase->name;	/* written under the lock */
 	eg_emit(c->ex, &ev);
 	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
@@ -627,7 +626,8 @@ conn_allow(struct eg_conn *c)
 {
 	struct egress_event ev;
 	enum eg_match m;
-	char phase[64];
+	const char *phase;
+	char body[EG_HOST_MAX + 64];
 
 	pthread_rwlock_rdlock(&c->ex->lock);
 	if (c->gen != c->sess->gen) {
@@ -635,8 +635,8 @@ conn_allow(struct eg_conn *c)
 		c->gen = c->sess->gen;
 		m = conn_match(c);
 		if (m != EG_MATCH_ALLOW) {
-			snprintf(phase, sizeof(phase), "%s",
-			    c->sess->phase->name);
+			/* the name lives in c->cfg, which c holds */
+			phase = c->sess->phase->name;
 			pthread_rwlock_unlock(&c->ex->lock);
 			conn_policy_refusal(c, m, phase);
 			return -1;
@@ -650,7 +650,15 @@ conn_allow(struct eg_conn *c)
 	ev.addr = c->addr;
 	ev.rule = c->rule ? c->rule->text : NULL;
 	ev.report = c->report ? "not_allowed" : NULL;
-	eg_emit(c->ex, &ev);
+	if (eg_emit(c->ex, &ev) == -1) {
+		/* no ALLOW line, no ALLOW: refuse, and close the upstream
+		 * before a byte reaches it */
+		pthread_rwlock_unlock(&c->ex->lock);
+		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
+		    "audit log is failing", c->host.name, c->port);
+		conn_deny(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED, 503, body);
+		return -1;
+	}
 	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
 	c->allowed = 1;
@@ -787,13 +795,13 @@ conn_decide(struct eg_conn *c)
 	struct sockaddr_in *s4;
 	struct sockaddr_in6 *s6;
 	enum eg_match m;
-	char phase[64];
+	const char *phase;
 
 	pthread_rwlock_rdlock(&c->ex->lock);
 	conn_adopt_cfg(c);
 	c->gen = c->sess->gen;
 	m = conn_match(c);
-	snprintf(phase, sizeof(phase), "%s", c->sess->phase->name);
+	phase = c->sess->phase->name;	/* lives in c->cfg, which c holds */
 	pthread_rwlock_unlock(&c->ex->lock);
 	if (m != EG_MATCH_ALLOW) {
 		conn_policy_refusal(c, m, phase);

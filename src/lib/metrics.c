@@ -11,8 +11,10 @@
 
 #include "audit.h"
 #include "metrics.h"
+#include "shared.h"
 
-#define LABEL_MAX	64	/* longest label value kept; longer is cut */
+/* longest label value kept (a phase name, whole), with its NUL */
+#define LABEL_MAX	(EG_PHASE_NAME_MAX + 1)
 #define TABLE_MAX	4096	/* distinct label sets kept per family */
 
 /* Histogram bucket upper bounds, in microseconds (0.001 s .. 10 s). */
@@ -411,6 +413,12 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    (unsigned long long)load64(&m->reloads_ok));
 	out_fmt(&o, "egressd_reloads_total{result=\"error\"} %llu\n",
 	    (unsigned long long)load64(&m->reloads_err));
+
+	out_head(&o, "egressd_audit_write_errors_total", "counter",
+	    "Audit lines that could not be written (an ALLOW among them is "
+	    "refused with 503).");
+	out_fmt(&o, "egressd_audit_write_errors_total %llu\n",
+	    (unsigned long long)(g ? g->audit_write_errors : 0));
 
 	out_head(&o, "egressd_phase_info", "gauge",
 	    "The current phase (value always 1).");

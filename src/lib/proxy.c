@@ -124,19 +124,28 @@ egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
 	return 0;
 }
 
-/* Timestamp, write, and tell the subscribers. */
-void
+/* Timestamp, write, count and tell the subscribers (see proxy.h). */
+int
 eg_emit(struct egress *ex, struct egress_event *ev)
 {
 	size_t i;
+	int rc, change;
 
 	ev->ts_ms = eg_wall_ms();
-	eg_metrics_event(ex->metrics, ev);
-	if (eg_audit_emit(ex->audit, ev) == -1)
-		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s",
+	rc = eg_audit_emit(ex->audit, ev, &change);
+	/* the first failure and the recovery are logged, not every line */
+	if (change > 0)
+		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
+		    "refusing what would be allowed until it works again",
 		    strerror(errno));
+	else if (change < 0)
+		eg_log(ex, EGRESS_LOG_INFO, "audit log writes work again");
+	if (rc == -1 && ev->type == EGRESS_EV_ALLOW)
+		return -1;
+	eg_metrics_event(ex->metrics, ev);
 	for (i = 0; i < ex->nsubs; i++)
 		ex->subs[i].cb(ev, ex->subs[i].arg);
+	return rc;
 }
 
 /* --- per-client accounting ------------------------------------------------ */
@@ -986,7 +995,7 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
     unsigned *closed)
 {
 	const struct eg_phase *p;
-	char from[64];
+	const char *from;
 	unsigned n;
 
 	if (!ex->started)
@@ -1000,7 +1009,9 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
 		errno = ENOENT;
 		return set_err(ex, "phase '%s' does not exist", name);
 	}
-	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	/* the old phase stays in ex->cfg, which only a reload (under ctl,
+	 * which we hold) replaces: the name needs no copy */
+	from = ex->def.phase->name;
 	/* after this, every decision uses the new phase */
 	ex->def.phase = p;
 	ex->def.gen++;
@@ -1093,7 +1104,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_ownaddr *own, *both;
 	struct eg_err err;
 	size_t i, j, nn = 0, onls;
-	char from[64];
+	const char *from;
 
 	if (!ex->started)
 		return set_err(ex, "egress_start() first");
@@ -1105,8 +1116,9 @@ egress_reload(struct egress *ex, const char *by)
 		pthread_mutex_unlock(&ex->ctl);
 		return -1;
 	}
+	/* ex->cfg, where the name lives, changes only under ctl (held) */
 	pthread_rwlock_rdlock(&ex->lock);
-	snprintf(from, sizeof(from), "%s", ex->def.phase->name);
+	from = ex->def.phase->name;
 	pthread_rwlock_unlock(&ex->lock);
 	if ((p = eg_cfg_phase(cfg, from)) == NULL) {
 		set_err(ex, "%s: the current phase '%s' is not in the "

@@ -32,7 +32,8 @@ enum eg_reason {
 	EG_R_CONNECT_TIMEOUT,
 	EG_R_TOO_MANY,
 	EG_R_LOOP,
-	EG_R_SHUTDOWN
+	EG_R_SHUTDOWN,
+	EG_R_AUDIT_FAILED	/* the ALLOW line could not be written */
 };
 extern const char *const eg_reason_name[];
 
@@ -185,7 +186,10 @@ unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 void	eg_conn_close_all(struct eg_worker *, enum eg_end);
 
 /* proxy.c */
-void	eg_emit(struct egress *, struct egress_event *);
+/* Timestamp, write, count, tell the subscribers.  -1 when the audit line
+ * could not be written; a failed ALLOW is then not counted or passed on:
+ * the caller must refuse the request (EG_R_AUDIT_FAILED) instead. */
+int	eg_emit(struct egress *, struct egress_event *);
 int	eg_client_acquire(struct egress *, const struct sockaddr *,
 	    unsigned max);
 void	eg_client_release(struct egress *, const struct sockaddr *);

@@ -4,8 +4,208 @@
  */
 #include "egress-int.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
 #include "audit.h"
 #include "tap.h"
+
+struct drain {
+	int	 fd;
+	int	 delay_ms;
+	size_t	 want;		/* bytes to read after the filler */
+	size_t	 skip;		/* filler bytes to read first */
+	char	*got;
+	size_t	 len;
+};
+
+/* One read, giving up after 2 s of silence (so a failure cannot hang). */
+static ssize_t
+read_some(int fd, char *buf, size_t n)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, 2000) != 1)
+		return -1;
+	return read(fd, buf, n);
+}
+
+/* After delay_ms, read skip bytes (the filler), then want bytes. */
+static void *
+drain_main(void *arg)
+{
+	struct drain *d = arg;
+	char buf[65536];
+	ssize_t n;
+
+	usleep((useconds_t)d->delay_ms * 1000);
+	while (d->skip > 0) {
+		n = read_some(d->fd, buf, d->skip < sizeof(buf) ? d->skip :
+		    sizeof(buf));
+		if (n <= 0)
+			return NULL;
+		d->skip -= (size_t)n;
+	}
+	while (d->len < d->want) {
+		n = read_some(d->fd, d->got + d->len, d->want - d->len);
+		if (n <= 0)
+			break;
+		d->len += (size_t)n;
+	}
+	return NULL;
+}
+
+/* Fill a non-blocking pipe until it refuses more; returns the bytes. */
+static size_t
+fill_pipe(int fd)
+{
+	char buf[4096];
+	size_t total = 0;
+	ssize_t n;
+
+	memset(buf, 'f', sizeof(buf));
+	for (;;) {
+		n = write(fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+	}
+	/* the last page may have room for fewer than 4096 bytes */
+	while ((n = write(fd, buf, 1)) == 1)
+		total++;
+	return total;
+}
+
+static void
+test_write_all(void)
+{
+	struct drain d;
+	pthread_t t;
+	char *msg;
+	size_t i, big = 300000;
+	int p[2], rc, e;
+
+	msg = malloc(big);
+	d.got = malloc(big);
+	for (i = 0; i < big; i++)
+		msg[i] = (char)('a' + i % 26);
+
+	/* a full non-blocking pipe: EAGAIN waits for room, then completes */
+	ok(pipe(p) == 0, "pipe");
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	d.fd = p[0];
+	d.delay_ms = 200;
+	d.skip = fill_pipe(p[1]);
+	d.want = 3000;
+	d.len = 0;
+	ok(d.skip > 0 && write(p[1], "x", 1) == -1 && errno == EAGAIN,
+	    "the pipe is full (EAGAIN)");
+	pthread_create(&t, NULL, drain_main, &d);
+	rc = eg_audit_write_all(p[1], msg, 3000);
+	pthread_join(t, NULL);
+	is_int(rc, 0, "write_all on a full non-blocking pipe waits and "
+	    "succeeds");
+	ok(d.len == 3000 && memcmp(d.got, msg, 3000) == 0,
+	    "the whole line arrives, intact");
+
+	/* more than the pipe holds: short writes are continued */
+	d.delay_ms = 50;
+	d.skip = 0;
+	d.want = big;
+	d.len = 0;
+	pthread_create(&t, NULL, drain_main, &d);
+	rc = eg_audit_write_all(p[1], msg, big);
+	pthread_join(t, NULL);
+	is_int(rc, 0, "write_all of 300000 bytes through a pipe succeeds");
+	ok(d.len == big && memcmp(d.got, msg, big) == 0,
+	    "short writes are continued to completion, in order");
+
+	/* a pipe nobody drains: gives up (EAGAIN) after the stall bound */
+	fill_pipe(p[1]);
+	rc = eg_audit_write_all(p[1], msg, 100);
+	e = errno;
+	ok(rc == -1 && e == EAGAIN, "a pipe that never drains fails with "
+	    "EAGAIN after %d ms", EG_AUDIT_STALL_MS);
+	close(p[0]);
+	close(p[1]);
+
+	/* a real error */
+	p[1] = open("/dev/full", O_WRONLY);
+	if (p[1] != -1) {
+		rc = eg_audit_write_all(p[1], msg, 10);
+		e = errno;
+		ok(rc == -1 && e == ENOSPC, "/dev/full: -1, ENOSPC");
+		close(p[1]);
+	} else
+		ok(1, "# SKIP no /dev/full");
+	free(msg);
+	free(d.got);
+}
+
+/* A failing log: counted, "failing" until a write works, ALLOW not in
+ * the ring, other events are. */
+static void
+test_failing(void)
+{
+	struct egress_event ev;
+	struct eg_audit *a;
+	struct eg_err err;
+	char ring[8192], path[] = "/tmp/test-audit.XXXXXX";
+	uint64_t n;
+	int failing, change, fd, rc;
+
+	if (access("/dev/full", W_OK) != 0) {
+		ok(1, "# SKIP no /dev/full");
+		return;
+	}
+	a = eg_audit_open("/dev/full", 0, 8, &err);
+	ok(a != NULL, "open /dev/full as the audit log");
+	if (a == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.host = "h.test";
+	ev.port = 443;
+	ev.phase = "p";
+	ev.id = 1;
+	ev.type = EGRESS_EV_ALLOW;
+	rc = eg_audit_emit(a, &ev, &change);
+	eg_audit_health(a, &n, &failing);
+	ok(rc == -1 && change == 1 && n == 1 && failing,
+	    "a failed write: -1, counted, now failing (change +1)");
+	ev.id = 2;
+	ev.type = EGRESS_EV_BLOCK;
+	ev.reason = "audit_failed";
+	rc = eg_audit_emit(a, &ev, &change);
+	eg_audit_health(a, &n, &failing);
+	ok(rc == -1 && change == 0 && n == 2 && failing,
+	    "a second failure: counted, no transition");
+	eg_audit_ring_json(a, 0, 100, ring, sizeof(ring));
+	ok(!strstr(ring, "\"ALLOW\"") && strstr(ring, "\"id\":2"),
+	    "the failed ALLOW is not in the ring, the failed BLOCK is");
+	fd = mkstemp(path);
+	ok(fd != -1 && eg_audit_reconfigure(a, path, 0, &err) == 0,
+	    "reconfigure to a file");
+	eg_audit_health(a, &n, &failing);
+	ok(failing, "still failing until a write works");
+	ev.id = 3;
+	rc = eg_audit_emit(a, &ev, &change);
+	eg_audit_health(a, &n, &failing);
+	ok(rc == 0 && change == -1 && n == 2 && !failing,
+	    "a good write clears failing (change -1), the count stays");
+	ok(eg_audit_reconfigure(a, "/dev/full", 0, &err) == 0 &&
+	    eg_audit_emit(a, &ev, NULL) == -1, "back to /dev/full: fails");
+	ok(eg_audit_reconfigure(a, "none", 0, &err) == 0,
+	    "reconfigure to none");
+	eg_audit_health(a, &n, &failing);
+	ok(!failing && n == 3, "a discarding log is not failing");
+	if (fd != -1) {
+		close(fd);
+		unlink(path);
+	}
+	eg_audit_close(a);
+}
 
 static const char *
 fmt(const struct egress_event *ev, int json)
@@ -140,7 +340,7 @@ main(void)
 	ev.phase = "p";
 	for (i = 1; i <= 6; i++) {
 		ev.id = (uint64_t)i;
-		eg_audit_emit(a, &ev);
+		eg_audit_emit(a, &ev, NULL);
 	}
 	eg_audit_ring_json(a, 0, 100, ring, sizeof(ring));
 	ok(strstr(ring, "\"id\":3") && strstr(ring, "\"id\":6") &&
@@ -152,5 +352,7 @@ main(void)
 	ok(strstr(ring, "\"id\":6") && !strstr(ring, "\"id\":5"),
 	    "limit=1 returns the most recent");
 	eg_audit_close(a);
+	test_write_all();
+	test_failing();
 	return done_testing();
 }

@@ -181,6 +181,8 @@ test_good(void)
 	is_int(cfg->admin_mode, 0640, "admin_mode");
 	is_str(cfg->admin_token_file, "/etc/egressd/admin.token",
 	    "admin_token_file");
+	is_int(cfg->admin_max_connections, 300, "admin_max_connections");
+	is_int(cfg->admin_idle_timeout, 9, "admin_idle_timeout");
 	is_int(cfg->audit_ring, 2048, "audit_ring");
 	is_str(cfg->audit_log, "/var/log/egressd/audit.log", "audit_log");
 	is_int(cfg->audit_log_set, 1, "audit_log given (egressd run uses it)");
@@ -224,11 +226,11 @@ test_good(void)
 	is_int(cfg->nphases, 3, "three phases");
 	p = eg_cfg_phase(cfg, "setup");
 	ok(p != NULL && p->nrules == 5, "setup: repeated allow lines add");
-	ok(p != NULL && p->line == 35 && !p->report, "setup line, enforce");
+	ok(p != NULL && p->line == 37 && !p->report, "setup line, enforce");
 	p = eg_cfg_phase(cfg, "agent");
 	ok(p != NULL && p->report == 1 && p->nrules == 1, "agent report");
 	p = eg_cfg_phase(cfg, "judge");
-	ok(p != NULL && p->nrules == 0 && p->line == 44,
+	ok(p != NULL && p->nrules == 0 && p->line == 46,
 	    "empty [phase:judge] exists");
 	ok(eg_cfg_phase(cfg, "nope") == NULL, "unknown phase");
 	is_int(match(cfg, "setup", "PKG.Example.", 443), EG_MATCH_ALLOW,
@@ -416,6 +418,8 @@ test_defaults(void)
 	is_int(cfg->listen[0].ss.ss_family, AF_INET, "default is parsed");
 	is_int(cfg->unix_mode, 0660, "unix_mode 0660");
 	is_int(cfg->admin_mode, 0600, "admin_mode 0600");
+	is_int(cfg->admin_max_connections, 1024, "admin_max_connections 1024");
+	is_int(cfg->admin_idle_timeout, 5, "admin_idle_timeout 5");
 	ok(cfg->admin == NULL && cfg->admin_token_file == NULL &&
 	    cfg->dns_servers == NULL, "admin, token, dns: no default");
 	is_int(cfg->audit_ring, 1024, "audit_ring 1024");
@@ -794,7 +798,7 @@ test_keys_documented(void)
 		    "egressd.ini.5 documents %s", eg_cfg_keys[i]);
 		n++;
 	}
-	is_int(n, 28, "28 keys in the table");
+	is_int(n, 30, "30 keys in the table");
 	free(ini);
 	free(man);
 }
