@@ -23,6 +23,7 @@
 #include "audit.h"
 #include "cfg.h"
 #include "dns.h"
+#include "listen.h"
 #include "metrics.h"
 #include "ownaddr.h"
 #include "proxy.h"
@@ -363,128 +364,6 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 	return 0;
 }
 
-/* --- listeners ---------------------------------------------------------------- */
-
-static int
-bind_tcp(struct egress *ex, struct eg_lsock *ls, const struct eg_listen *l)
-{
-	int fd, one = 1;
-
-	fd = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return set_err(ex, "listen %s: %s", l->text, strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* accepted sockets inherit it: no setsockopt per connection */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (l->ss.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)&l->ss, l->sslen) == -1 ||
-	    listen(fd, 4096) == -1) {
-		set_err(ex, "listen %s: %s", l->text, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	ls->sslen = sizeof(ls->ss);
-	getsockname(fd, (struct sockaddr *)&ls->ss, &ls->sslen);
-	ls->fd = fd;
-	return 0;
-}
-
-/*
- * A Unix listener.  A stale socket file (nobody listening) is replaced; a
- * live one, or anything that is not a socket, is an error.
- */
-static int
-bind_unix(struct egress *ex, struct eg_lsock *ls, const char *path,
-    mode_t mode)
-{
-	struct sockaddr_un sun;
-	struct stat st;
-	int fd, probe;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return set_err(ex, "unix %s: path too long", path);
-	memcpy(sun.sun_path, path, strlen(path));
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return set_err(ex, "unix %s: exists and is not a "
-			    "socket", path);
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof(sun)) == 0) {
-			close(probe);
-			return set_err(ex, "unix %s: another server is "
-			    "listening there", path);
-		}
-		if (probe != -1)
-			close(probe);
-		unlink(path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return set_err(ex, "unix %s: %s", path, strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chmod(path, mode) == -1 || listen(fd, 4096) == -1) {
-		set_err(ex, "unix %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	ls->fd = fd;
-	ls->path = strdup(path);
-	return 0;
-}
-
-static void
-lsock_clear(struct eg_lsock *ls)
-{
-	if (ls->fd != -1)
-		close(ls->fd);
-	if (ls->path != NULL)
-		unlink(ls->path);
-	free(ls->path);
-	free(ls->text);
-	ls->fd = -1;
-	ls->path = ls->text = NULL;
-}
-
-/* Bind every listener of cfg; on error nothing stays bound. */
-static int
-bind_all(struct egress *ex, const struct eg_cfg *cfg, struct eg_lsock **out,
-    size_t *nout)
-{
-	struct eg_lsock *ls;
-	size_t i;
-	int rc;
-
-	if ((ls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*ls))) ==
-	    NULL)
-		return set_err(ex, "out of memory");
-	for (i = 0; i < cfg->nlisten; i++) {
-		ls[i].fd = -1;
-		ls[i].kind = cfg->listen[i].kind;
-		ls[i].sess = &ex->def;
-		ls[i].text = strdup(cfg->listen[i].text);
-		if (cfg->listen[i].kind == EG_LISTEN_TCP)
-			rc = bind_tcp(ex, &ls[i], &cfg->listen[i]);
-		else
-			rc = bind_unix(ex, &ls[i], cfg->listen[i].text,
-			    cfg->unix_mode);
-		if (rc == -1) {
-			lsock_clear(&ls[i]);	/* its text */
-			while (i-- > 0)
-				lsock_clear(&ls[i]);
-			free(ls);
-			return -1;
-		}
-	}
-	*out = ls;
-	*nout = cfg->nlisten;
-	return 0;
-}
-
 /* --- workers ----------------------------------------------------------------- */
 
 /*
@@ -769,8 +648,8 @@ egress_start(struct egress *ex)
 	    ex->cfg->audit_ring, &err);
 	if (ex->audit == NULL)
 		return set_err(ex, "%s", err.msg);
-	if (bind_all(ex, ex->cfg, &ex->ls, &ex->nls) == -1)
-		return -1;
+	if (eg_listen_all(ex, ex->cfg, &ex->ls, &ex->nls, &err) == -1)
+		return set_err(ex, "%s", err.msg);
 	ex->def.phase = eg_cfg_phase(ex->cfg, ex->cfg->phase);
 	if (ex->def.phase == NULL)
 		return set_err(ex, "phase '%s' does not exist", ex->cfg->phase);
@@ -895,7 +774,7 @@ egress_free(struct egress *ex)
 	}
 	free(ex->w);
 	for (i = 0; i < ex->nls; i++)
-		lsock_clear(&ex->ls[i]);
+		eg_lsock_clear(&ex->ls[i]);
 	free(ex->ls);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
@@ -1072,12 +951,6 @@ dns_cmd(void *arg)
 		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
 }
 
-static int
-listen_same(const struct eg_lsock *ls, const struct eg_listen *l)
-{
-	return ls->kind == l->kind && strcmp(ls->text, l->text) == 0;
-}
-
 /*
  * Reload: parse and check the new snapshot, bind the listeners it adds,
  * then swap it in under the write lock, close what it forbids, and retire
@@ -1092,7 +965,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_lsock *nls = NULL, *ols;
 	struct eg_ownaddr *own, *both;
 	struct eg_err err;
-	size_t i, j, nn = 0, onls;
+	size_t i, nn = 0, onls;
 	char from[64];
 
 	if (!ex->started)
@@ -1118,42 +991,12 @@ egress_reload(struct egress *ex, const char *by)
 		return -1;
 	}
 	/* listeners: keep the ones still configured, bind the new ones */
-	if ((nls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
-	    NULL)
-		goto oom;
-	for (i = 0; i < ex->nls; i++)
-		ex->ls[i].keep = 0;
-	for (j = 0; j < cfg->nlisten; j++) {
-		for (i = 0; i < ex->nls; i++)
-			if (!ex->ls[i].keep && listen_same(&ex->ls[i],
-			    &cfg->listen[j]))
-				break;
-		if (i < ex->nls) {
-			ex->ls[i].keep = 1;
-			nls[nn] = ex->ls[i];	/* shares fd and strings */
-			nn++;
-			continue;
-		}
-		nls[nn].fd = -1;
-		nls[nn].kind = cfg->listen[j].kind;
-		nls[nn].sess = &ex->def;
-		nls[nn].text = strdup(cfg->listen[j].text);
-		if ((cfg->listen[j].kind == EG_LISTEN_TCP ?
-		    bind_tcp(ex, &nls[nn], &cfg->listen[j]) :
-		    bind_unix(ex, &nls[nn], cfg->listen[j].text,
-		    cfg->unix_mode)) == -1) {
-			/* ex->errmsg names the listener and the cause */
-			lsock_clear(&nls[nn]);
-			for (i = 0; i < nn; i++)
-				if (!nls[i].keep)
-					lsock_clear(&nls[i]);
-			free(nls);
-			eg_cfg_unref(cfg);
-			eg_metrics_reload(ex->metrics, 0);
-			pthread_mutex_unlock(&ex->ctl);
-			return -1;
-		}
-		nn++;
+	if (eg_listen_rebind(ex, cfg, &nls, &nn, &err) == -1) {
+		/* err names the listener and the cause */
+		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
+		pthread_mutex_unlock(&ex->ctl);
+		return set_err(ex, "%s", err.msg);
 	}
 	/* own addresses: old and new listeners while both may accept */
 	own = own_build(ex, nls, nn, NULL, 0);
@@ -1161,10 +1004,7 @@ egress_reload(struct egress *ex, const char *by)
 	if (own == NULL || both == NULL ||
 	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
-		for (i = 0; i < nn; i++)
-			if (!nls[i].keep)
-				lsock_clear(&nls[i]);
-		free(nls);
+		eg_listen_drop(nls, nn);
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
@@ -1200,10 +1040,7 @@ egress_reload(struct egress *ex, const char *by)
 			dns_cmd(&ex->w[i]);
 		}
 	}
-	for (i = 0; i < onls; i++)
-		if (!ols[i].keep)
-			lsock_clear(&ols[i]);
-	free(ols);
+	eg_listen_drop(ols, onls);
 	own_publish(ex, own);
 	close_forbidden(ex, &ex->def, EG_END_RELOAD);
 	eg_cfg_unref(old);
@@ -1212,8 +1049,4 @@ egress_reload(struct egress *ex, const char *by)
 	eg_log(ex, EGRESS_LOG_INFO, "configuration reloaded (by %s)",
 	    by ? by : "api");
 	return 0;
-oom:
-	eg_cfg_unref(cfg);
-	pthread_mutex_unlock(&ex->ctl);
-	return set_err(ex, "out of memory");
 }
