@@ -45,9 +45,23 @@ bind_tcp(struct eg_lsock *ls, const struct eg_listen *l, struct eg_err *err)
 	return 0;
 }
 
+/* Is somebody accepting connections on the Unix socket at sun? */
+static int
+unix_live(const struct sockaddr_un *sun)
+{
+	int fd, live;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
+	close(fd);
+	return live;
+}
+
 /*
- * A Unix listener.  A stale socket file (nobody listening) is replaced; a
- * live one, or anything that is not a socket, is an error.
+ * The one Unix-socket binder, for the proxy's listeners and the admin
+ * socket.  A stale socket file (nobody listening) is replaced; a live
+ * one is 1, anything that is not a socket an error.
  */
 int
 eg_listen_unix(const char *what, const char *path, mode_t mode,
@@ -55,7 +69,7 @@ eg_listen_unix(const char *what, const char *path, mode_t mode,
 {
 	struct sockaddr_un sun;
 	struct stat st;
-	int fd, probe;
+	int fd;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
@@ -67,27 +81,36 @@ eg_listen_unix(const char *what, const char *path, mode_t mode,
 		if (!S_ISSOCK(st.st_mode))
 			return eg_err_set(err, EEXIST, "%s %s: exists and is "
 			    "not a socket", what, path);
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof(sun)) == 0) {
-			close(probe);
+		if (unix_live(&sun)) {
 			eg_err_set(err, EADDRINUSE, "%s %s: another server "
 			    "is listening there", what, path);
 			return 1;
 		}
-		if (probe != -1)
-			close(probe);
 		unlink(path);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
 	if (fd == -1)
 		return eg_err_set(err, errno, "%s %s: %s", what, path,
 		    strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chmod(path, mode) == -1 || listen(fd, backlog) == -1) {
+	/*
+	 * bind(2) creates the file with the socket inode's mode less the
+	 * umask: set that to mode first (Linux), so the file is never wider
+	 * than mode, whatever the process's umask (which a library must not
+	 * change: it is shared by every thread).  chmod(2) then gives the
+	 * exact mode, before listen(2) lets anybody connect.
+	 */
+	(void)fchmod(fd, mode);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		eg_err_set(err, errno, "%s %s: %s", what, path,
 		    strerror(errno));
 		close(fd);
+		return -1;
+	}
+	if (chmod(path, mode) == -1 || listen(fd, backlog) == -1) {
+		eg_err_set(err, errno, "%s %s: %s", what, path,
+		    strerror(errno));
+		close(fd);
+		unlink(path);
 		return -1;
 	}
 	*fdp = fd;
@@ -104,7 +127,11 @@ bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
 	    err) != 0)
 		return -1;
 	ls->fd = fd;
-	ls->path = strdup(path);
+	if ((ls->path = strdup(path)) == NULL) {
+		/* not yet ours to unlink at exit: do it now */
+		unlink(path);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
