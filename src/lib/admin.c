@@ -24,6 +24,7 @@
 #include "admin.h"
 #include "audit.h"
 #include "cfg.h"
+#include "listen.h"
 #include "metrics.h"
 #include "policy.h"
 #include "shared.h"
@@ -736,65 +737,22 @@ default_dir(const char *path, struct eg_err *err)
 	return 0;
 }
 
-/* Is somebody accepting connections on the Unix socket at path? */
-static int
-unix_live(const struct sockaddr_un *sun)
-{
-	int fd, live;
-
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return 0;
-	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
-	close(fd);
-	return live;
-}
-
 /* 1 live server (not an error for the default), 0 bound, -1 error. */
 static int
 listen_unix(struct eg_admin *ad, const char *path, mode_t mode,
     struct eg_err *err)
 {
-	struct sockaddr_un sun;
-	struct stat st;
-	int fd;
+	int fd, rc;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return eg_err_set(err, ENAMETOOLONG, "admin %s: path too "
-		    "long", path);
-	memcpy(sun.sun_path, path, strlen(path));
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return eg_err_set(err, EEXIST, "admin %s: exists and "
-			    "is not a socket", path);
-		if (unix_live(&sun)) {
-			eg_err_set(err, EADDRINUSE, "admin %s: another "
-			    "server is listening there", path);
-			return 1;
-		}
-		unlink(path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return eg_err_set(err, errno, "admin %s: %s", path,
-		    strerror(errno));
-	/* nobody can connect before listen(), so the mode is set first */
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (chmod(path, mode) == -1 || listen(fd, SOMAXCONN) == -1) {
-		eg_err_set(err, errno, "admin %s: %s", path, strerror(errno));
-		close(fd);
-		unlink(path);
-		return -1;
-	}
+	rc = eg_listen_unix("admin", path, mode, SOMAXCONN, 0, &fd, err);
+	if (rc != 0)
+		return rc;
 	ad->fd = fd;
 	ad->path = strdup(path);
-	if (ad->path == NULL)
+	if (ad->path == NULL) {
+		unlink(path);	/* admin_free() cannot: it has no path */
 		return eg_err_set(err, ENOMEM, "out of memory");
+	}
 	return 0;
 }
 

@@ -28,8 +28,9 @@ struct egress;
  *		the proxy runs without an admin API (ex->admin stays NULL);
  *   "none"	no admin API;
  *   a path	(anything containing '/') a Unix socket, created with mode
- *		ex->cfg->admin_mode (a stale socket file is replaced, a live
- *		one is an error) and unlinked by eg_admin_stop();
+ *		ex->cfg->admin_mode by eg_listen_unix() (listen.h: a stale
+ *		socket file is replaced, a live one is an error) and unlinked
+ *		by eg_admin_stop();
  *   ADDR:PORT	TCP; every route but /healthz needs "Authorization: Bearer
  *		TOKEN" with the token read now from ex->cfg->admin_token_file.
  * Call after the workers exist.  Returns 0, or -1 with err set.

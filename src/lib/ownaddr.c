@@ -1,6 +1,6 @@
 /*
  * ownaddr.c: snapshots of egressd's own addresses and the loop test
- * (ownaddr.h).  Kept apart from proxy.c so that the rule "egressd never
+ * (ownaddr.h).  Kept apart from worker.c so that the rule "egressd never
  * dials itself" is one small pure function with its own unit tests, and
  * so that a reload can never free what a decision is reading.
  */

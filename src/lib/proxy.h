@@ -190,9 +190,11 @@ void	eg_conn_close_all(struct eg_worker *, enum eg_end);
  * could not be written; a failed ALLOW is then not counted or passed on:
  * the caller must refuse the request (EG_R_AUDIT_FAILED) instead. */
 int	eg_emit(struct egress *, struct egress_event *);
+int64_t	eg_wall_ms(void);
+
+/* worker.c: the per-client connection table */
 int	eg_client_acquire(struct egress *, const struct sockaddr *,
 	    unsigned max);
 void	eg_client_release(struct egress *, const struct sockaddr *);
-int64_t	eg_wall_ms(void);
 
 #endif

@@ -1,0 +1,470 @@
+/*
+ * worker.c: the worker threads (worker.h): each one's loop, its interest
+ * in the shared listeners and accept(2), its snapshot of egressd's own
+ * addresses, the commands the control calls run on every loop, and the
+ * per-client connection table that conn.c consults.
+ */
+#include "egress-int.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "dns.h"
+#include "ownaddr.h"
+#include "proxy.h"
+#include "worker.h"
+
+struct eg_client {			/* per-client connection count */
+	struct eg_client	*next;
+	uint8_t			 key[17];	/* family byte + address */
+	unsigned		 n;
+};
+
+/* --- per-client accounting ------------------------------------------------ */
+
+static size_t
+client_key(const struct sockaddr *sa, uint8_t key[17])
+{
+	memset(key, 0, 17);
+	key[0] = (uint8_t)sa->sa_family;
+	if (sa->sa_family == AF_INET)
+		memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)
+		    ->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)
+		    sa)->sin6_addr, 16);
+	/* Unix-socket clients all count as one */
+	return 17;
+}
+
+static unsigned
+client_hash(const uint8_t key[17])
+{
+	unsigned h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < 17; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h;
+}
+
+int
+eg_client_acquire(struct egress *ex, const struct sockaddr *sa, unsigned max)
+{
+	uint8_t key[17];
+	struct eg_client *cl, **head;
+	int rc = 0;
+
+	client_key(sa, key);
+	head = &ex->clients[client_hash(key) % nitems(ex->clients)];
+	pthread_mutex_lock(&ex->climtx);
+	for (cl = *head; cl != NULL; cl = cl->next)
+		if (memcmp(cl->key, key, sizeof(key)) == 0)
+			break;
+	if (cl == NULL && (cl = calloc(1, sizeof(*cl))) != NULL) {
+		memcpy(cl->key, key, sizeof(key));
+		cl->next = *head;
+		*head = cl;
+	}
+	if (cl == NULL || cl->n >= max)
+		rc = -1;
+	else
+		cl->n++;
+	pthread_mutex_unlock(&ex->climtx);
+	return rc;
+}
+
+void
+eg_client_release(struct egress *ex, const struct sockaddr *sa)
+{
+	uint8_t key[17];
+	struct eg_client *cl, **cp;
+
+	client_key(sa, key);
+	cp = &ex->clients[client_hash(key) % nitems(ex->clients)];
+	pthread_mutex_lock(&ex->climtx);
+	for (; (cl = *cp) != NULL; cp = &cl->next)
+		if (memcmp(cl->key, key, sizeof(key)) == 0)
+			break;
+	if (cl != NULL && --cl->n == 0) {
+		*cp = cl->next;
+		free(cl);
+	}
+	pthread_mutex_unlock(&ex->climtx);
+}
+
+void
+eg_clients_free(struct egress *ex)
+{
+	struct eg_client *cl;
+	size_t i;
+
+	for (i = 0; i < nitems(ex->clients); i++)
+		while ((cl = ex->clients[i]) != NULL) {
+			ex->clients[i] = cl->next;
+			free(cl);
+		}
+}
+
+/* --- workers ----------------------------------------------------------------- */
+
+/*
+ * Accept a few connections per wake-up, not the whole queue: each one is
+ * read and decided at once, and a long burst would hold back the replies
+ * and bytes of the connections already open (the listener is
+ * level-triggered, so the rest come on the next turn of the loop).
+ */
+#define ACCEPT_BATCH	8
+
+static void
+worker_accept(void *arg, uint32_t events)
+{
+	struct eg_lio *lio = arg;
+	struct eg_worker *w = lio->w;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint64_t now, last;
+	size_t k;
+	int fd, i;
+
+	(void)events;
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		len = sizeof(ss);
+		fd = accept4(lio->ls->fd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/*
+				 * Pause accepting instead of spinning on a
+				 * level-triggered listener; log at most once a
+				 * minute.  (An EPOLLEXCLUSIVE
+				 * registration cannot be modified, only
+				 * deleted and added again.)
+				 */
+				/* one clock for every worker; loops' cached
+				 * times differ and must not underflow */
+				now = eg_clock_ms();
+				last = __atomic_load_n(&w->ex->accept_logged,
+				    __ATOMIC_RELAXED);
+				if ((last == 0 || now >= last + 60000) &&
+				    __atomic_compare_exchange_n(
+				    &w->ex->accept_logged, &last, now, 0,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+					eg_log(w->ex, EGRESS_LOG_WARN,
+					    "accept: %s; pausing new "
+					    "connections", strerror(errno));
+				w->paused = 1;
+				for (k = 0; k < w->nlio; k++)
+					eg_io_del(w->loop, &w->lio[k].io);
+				eg_timer_arm(w->loop, &w->accept_pause, 200);
+			}
+			return;
+		}
+		eg_conn_accept(w, lio->ls, fd, (struct sockaddr *)&ss, len);
+	}
+}
+
+static void
+worker_listen(struct eg_worker *w)
+{
+	size_t k;
+
+	for (k = 0; k < w->nlio; k++)
+		eg_io_set(w->loop, &w->lio[k].io, EPOLLIN | EPOLLEXCLUSIVE);
+}
+
+static void
+worker_resume(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	w->paused = 0;
+	worker_listen(w);
+}
+
+/* (Re)build the worker's listener interest from ex->ls (loop thread). */
+static void
+worker_set_listeners(struct eg_worker *w)
+{
+	struct egress *ex = w->ex;
+	size_t k;
+
+	for (k = 0; k < w->nlio; k++)
+		eg_io_del(w->loop, &w->lio[k].io);
+	/* an event of this batch may still point into it: worker_after()
+	 * frees it (reloads are serialised, so one is pending at most) */
+	free(w->lio_dead);
+	w->lio_dead = w->lio;
+	w->lio = NULL;
+	w->nlio = 0;
+	if (eg_stopping(ex) || ex->nls == 0)
+		return;
+	if ((w->lio = calloc(ex->nls, sizeof(*w->lio))) == NULL)
+		return;
+	for (k = 0; k < ex->nls; k++) {
+		w->lio[k].ls = &ex->ls[k];
+		w->lio[k].w = w;
+		eg_io_init(&w->lio[k].io, ex->ls[k].fd, worker_accept,
+		    &w->lio[k]);
+	}
+	w->nlio = ex->nls;
+	if (!w->paused)
+		worker_listen(w);
+}
+
+/* --- own addresses (loop protection) ------------------------------------ */
+
+/*
+ * A snapshot of egressd's own addresses: the TCP listeners ls and ls2 (as
+ * bound; ls2 may be NULL), the admin API's TCP listener, and the
+ * interface addresses.  NULL when out of memory.  Without the interface
+ * list (getifaddrs() failed) a wildcard listener still covers loopback;
+ * the failure is logged.
+ */
+struct eg_ownaddr *
+eg_own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
+    const struct eg_lsock *ls2, size_t nls2)
+{
+	struct sockaddr_storage *tcp, *ifs;
+	struct eg_ownaddr *own;
+	size_t i, n = 0, nifs;
+
+	if ((tcp = calloc(nls + nls2 + 1, sizeof(*tcp))) == NULL)
+		return NULL;
+	for (i = 0; i < nls; i++)
+		if (ls[i].kind == EG_LISTEN_TCP)
+			tcp[n++] = ls[i].ss;
+	for (i = 0; i < nls2; i++)
+		if (ls2[i].kind == EG_LISTEN_TCP)
+			tcp[n++] = ls2[i].ss;
+	if (eg_admin_tcp_addr(ex, &tcp[n]) == 1)
+		n++;
+	if (eg_ownaddr_ifaddrs(&ifs, &nifs) == -1) {
+		eg_log(ex, EGRESS_LOG_WARN, "getifaddrs: %s; loop protection "
+		    "of wildcard listeners covers loopback only",
+		    strerror(errno));
+		ifs = NULL;
+		nifs = 0;
+	}
+	own = eg_ownaddr_new(tcp, n, ifs, nifs);
+	free(tcp);
+	free(ifs);
+	return own;
+}
+
+struct own_set {
+	struct eg_worker	*w;
+	struct eg_ownaddr	*own;
+};
+
+static void
+own_cmd(void *arg)
+{
+	struct own_set *s = arg;
+	struct eg_ownaddr *old = s->w->own;
+
+	s->w->own = eg_ownaddr_ref(s->own);
+	eg_ownaddr_unref(old);
+}
+
+/*
+ * Publish own (taking over the caller's reference): every worker swaps
+ * its snapshot on its own loop thread, between events, so a decision in
+ * progress keeps the one it started with (it holds a reference).
+ */
+void
+eg_own_publish(struct egress *ex, struct eg_ownaddr *own)
+{
+	struct own_set s;
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		s.w = &ex->w[i];
+		s.own = own;
+		if (ex->running)
+			eg_loop_call(ex->w[i].loop, own_cmd, &s);
+		else
+			own_cmd(&s);
+	}
+	eg_ownaddr_unref(ex->own);
+	ex->own = own;
+}
+
+static void
+worker_after(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	size_t k;
+
+	if (eg_stopping(w->ex) && !w->stopped) {
+		w->stopped = 1;
+		for (k = 0; k < w->nlio; k++)
+			eg_io_del(w->loop, &w->lio[k].io);
+		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_loop_break(w->loop);
+	}
+	eg_conn_reap(w);
+	eg_dns_reap(w->dns);
+	free(w->lio_dead);
+	w->lio_dead = NULL;
+}
+
+void *
+eg_worker_main(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	eg_loop_run(w->loop);
+	return NULL;
+}
+
+int
+eg_workers_create(struct egress *ex, struct eg_err *errp)
+{
+	struct eg_err err;
+	long ncpu;
+	size_t i, n;
+
+	n = ex->cfg->workers;
+	if (n == 0) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		n = ncpu > 0 ? (size_t)ncpu : 1;
+	}
+	if ((ex->w = calloc(n, sizeof(*ex->w))) == NULL)
+		return eg_err_set(errp, ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		struct eg_worker *w = &ex->w[i];
+
+		w->ex = ex;
+		w->idx = (unsigned)i;
+		if ((w->loop = eg_loop_new(&err)) == NULL ||
+		    (w->dns = eg_dns_new(w->loop, ex->cfg->dns_servers,
+		    ex->cfg->dns_timeout_ms, ex->cfg->dns_tries,
+		    &err)) == NULL) {
+			ex->nw = i + 1;
+			return eg_err_set(errp, err.code, "%s", err.msg);
+		}
+		eg_timer_init(&w->accept_pause, worker_resume, w);
+		eg_loop_set_after(w->loop, worker_after, w);
+		worker_set_listeners(w);
+	}
+	ex->nw = n;
+	return 0;
+}
+
+void
+eg_workers_free(struct egress *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		struct eg_worker *w = &ex->w[i];
+
+		if (w->loop == NULL)
+			continue;
+		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_dns_free(w->dns);
+		eg_conn_reap(w);
+		eg_conn_pool_drain(w);
+		while (w->npipes > 0) {
+			w->npipes--;
+			close(w->pipes[w->npipes][0]);
+			close(w->pipes[w->npipes][1]);
+		}
+		while (w->bufpool != NULL) {
+			void *b = w->bufpool;
+
+			w->bufpool = *(void **)b;
+			free(b);
+		}
+		free(w->lio);
+		free(w->lio_dead);
+		eg_ownaddr_unref(w->own);
+		eg_loop_free(w->loop);
+	}
+	free(ex->w);
+}
+
+/* --- commands on every loop: phase switch, reload ---------------------- */
+
+struct recheck {
+	struct eg_worker	*w;
+	struct eg_session	*sess;
+	enum eg_end		 why;
+	unsigned		 closed;
+};
+
+static void
+recheck_cmd(void *arg)
+{
+	struct recheck *r = arg;
+
+	r->closed = eg_conn_recheck(r->w, r->sess, r->why);
+}
+
+/* On every loop: close what the session's new phase forbids. */
+unsigned
+eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
+    enum eg_end why)
+{
+	struct recheck r;
+	unsigned n = 0;
+	size_t i;
+
+	if (!ex->cfg->close_on_phase_change)
+		return 0;
+	for (i = 0; i < ex->nw; i++) {
+		r.w = &ex->w[i];
+		r.sess = sess;
+		r.why = why;
+		r.closed = 0;
+		if (ex->running)
+			eg_loop_call(ex->w[i].loop, recheck_cmd, &r);
+		else
+			recheck_cmd(&r);
+		n += r.closed;
+	}
+	return n;
+}
+
+static void
+relisten_cmd(void *arg)
+{
+	worker_set_listeners(arg);
+}
+
+static void
+dns_cmd(void *arg)
+{
+	struct eg_worker *w = arg;
+	struct eg_err err;
+
+	if (eg_dns_configure(&w->dns, w->ex->cfg->dns_servers,
+	    w->ex->cfg->dns_timeout_ms, w->ex->cfg->dns_tries, &err) == -1)
+		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
+}
+
+/* After a reload's swap: every worker takes the new listeners and DNS
+ * servers. */
+void
+eg_workers_reconfigure(struct egress *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		if (ex->running) {
+			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
+			eg_loop_call(ex->w[i].loop, dns_cmd, &ex->w[i]);
+		} else {
+			relisten_cmd(&ex->w[i]);
+			dns_cmd(&ex->w[i]);
+		}
+	}
+}
