@@ -734,8 +734,8 @@ section_start(struct parse *ps, const char *name, size_t len)
 	ms = eg_module_find(name, colon != NULL ? (size_t)(colon - name) :
 	    len);
 	if (ms != NULL && ms->mod == NULL) {
-		perr(ps, "[%s]: module %s not compiled in "
-		    "(./configure --enable-%s)", q, ms->name, ms->name);
+		perr(ps, "[%s]: module not compiled in "
+		    "(./configure --enable-%s)", q, ms->name);
 		return;
 	}
 	if (ms != NULL && colon == NULL) {

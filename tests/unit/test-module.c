@@ -257,10 +257,10 @@ main(void)
 	ex = new_str("[proxy]\n[phase:a]\n[absent]\n[absent:x]\n[nope]\n"
 	    "[fake:y]\n[fake]\n[fake]\n", err, sizeof(err));
 	ok(ex == NULL, "module sections: errors refuse the file");
-	ok(strstr(err, "(string):3: [absent]: module absent not compiled in "
+	ok(strstr(err, "(string):3: [absent]: module not compiled in "
 	    "(./configure --enable-absent)") != NULL,
 	    "[absent]: module not compiled in");
-	ok(strstr(err, "(string):4: [absent:x]: module absent not compiled "
+	ok(strstr(err, "(string):4: [absent:x]: module not compiled "
 	    "in") != NULL, "[absent:x]: module not compiled in");
 	ok(strstr(err, "(string):5: unknown section [nope]") != NULL,
 	    "[nope]: unknown section");
