@@ -738,8 +738,8 @@ section_start(struct parse *ps, const char *name, size_t len)
 		    "(./configure --enable-%s)", q, ms->name);
 		return;
 	}
-	if (ms != NULL && colon == NULL) {
-		i = (size_t)(ms - eg_module_table);
+	if (ms != NULL && colon == NULL &&
+	    (i = (size_t)(ms - eg_module_table)) < EG_MODULES_MAX) {
 		if (ps->mod_line[i]) {
 			perr(ps, "duplicate section [%s] (first at line %d)",
 			    ms->name, ps->mod_line[i]);
