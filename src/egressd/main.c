@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "egress.h"
-#include "module.h"
 
 #define EX_CONFIG	1
 #define EX_USAGEERR	2
@@ -83,28 +82,19 @@ version(void)
 	return 0;
 }
 
-/* Subcommands of modules that may be compiled out. */
+/* "egressd CMD ...": a module's subcommand (egress_module_main()). */
 static int
 subcommand(int argc, char *argv[])
 {
-	static const struct { const char *cmd, *mod; } known[] = {
-		{ "run", "sandbox" }, { "relay", "sandbox" },
-		{ "replay", "replay" }, { "record", "record" }
-	};
-	const struct eg_module *m;
-	size_t i;
+	char err[512];
+	int rc;
 
-	if ((m = eg_module_for_command(argv[0])) != NULL)
-		return m->main(argc, argv);
-	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strcmp(argv[0], known[i].cmd) == 0) {
-			fprintf(stderr, "egressd: %s: module %s not compiled in "
-			    "(./configure --enable-%s)\n", argv[0],
-			    known[i].mod, known[i].mod);
-			return EX_USAGEERR;
-		}
-	fprintf(stderr, "egressd: unknown command '%s' (see egressd -h)\n",
-	    argv[0]);
+	rc = egress_module_main(argv[0], argc, argv, err, sizeof(err));
+	if (rc != -1)
+		return rc;
+	fprintf(stderr, "egressd: %s%s\n", err,
+	    strncmp(err, "unknown command", 15) == 0 ? " (see egressd -h)" :
+	    "");
 	return EX_USAGEERR;
 }
 

@@ -103,6 +103,17 @@ typedef void (*egress_log_cb)(int level, const char *msg, void *arg);
 EGRESS_API const char	*egress_version(void);
 /* NULL-terminated list of the optional modules compiled in. */
 EGRESS_API const char *const *egress_modules(void);
+/*
+ * Run the module subcommand cmd ("run", "relay", ...: "egressd CMD
+ * ARGS"); argv[0] is cmd.  Returns the subcommand's exit status, or -1
+ * when no compiled-in module serves cmd, with the reason in err ("run:
+ * module sandbox not compiled in (./configure --enable-sandbox)" or
+ * "unknown command 'x'").  For programs like egressd; the subcommand
+ * owns the process while it runs (it may print, handle signals and
+ * start proxies of its own).
+ */
+EGRESS_API int	egress_module_main(const char *cmd, int argc, char *argv[],
+		    char *err, size_t errlen);
 
 /*
  * Create a proxy from a configuration file, or from INI text.  path NULL

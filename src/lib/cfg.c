@@ -128,7 +128,8 @@ enum sect {
 	SECT_SKIP,		/* unknown or duplicate: keys ignored */
 	SECT_PROXY,
 	SECT_HOSTS,
-	SECT_PHASE
+	SECT_PHASE,
+	SECT_MODULE		/* [NAME] of a compiled-in module */
 };
 
 /*
@@ -152,6 +153,8 @@ struct parse {
 	char		 sectname[408];	/* for messages */
 	size_t		 phase;		/* SECT_PHASE: in cfg->phases */
 	int		 proxy_line, hosts_line;
+	size_t		 mod;		/* SECT_MODULE: eg_module_table index */
+	int		 mod_line[EG_MODULES_MAX];	/* of its [NAME] */
 
 	char		 key[KEY_MAX + 1];	/* this line's whole key */
 	char		*longval;	/* a value too long for inih's buffer */
@@ -659,11 +662,12 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 static void
 section_start(struct parse *ps, const char *name, size_t len)
 {
-	static const char *const mods[] = { "sandbox", "replay", "record" };
+	const struct eg_module_slot *ms;
 	struct eg_cfg *cfg = ps->cfg;
 	struct eg_phase *np;
+	const char *colon;
 	char q[400];
-	size_t i, ml;
+	size_t i;
 
 	ps->sect = SECT_SKIP;
 	quote(name, len, q, sizeof(q));
@@ -729,14 +733,26 @@ section_start(struct parse *ps, const char *name, size_t len)
 		ps->sect = SECT_PHASE;
 		return;
 	}
-	for (i = 0; i < nitems(mods); i++) {
-		ml = strlen(mods[i]);
-		if (len >= ml && memcmp(name, mods[i], ml) == 0 &&
-		    (len == ml || name[ml] == ':')) {
-			perr(ps, "[%s]: module not compiled in "
-			    "(./configure --enable-%s)", q, mods[i]);
+	/* a module's [NAME], or [NAME:...] of one not compiled in */
+	colon = memchr(name, ':', len);
+	ms = eg_module_find(name, colon != NULL ? (size_t)(colon - name) :
+	    len);
+	if (ms != NULL && ms->mod == NULL) {
+		perr(ps, "[%s]: module not compiled in "
+		    "(./configure --enable-%s)", q, ms->name);
+		return;
+	}
+	if (ms != NULL && colon == NULL &&
+	    (i = (size_t)(ms - eg_module_table)) < EG_MODULES_MAX) {
+		if (ps->mod_line[i]) {
+			perr(ps, "duplicate section [%s] (first at line %d)",
+			    ms->name, ps->mod_line[i]);
 			return;
 		}
+		ps->mod_line[i] = ps->line;
+		ps->mod = i;
+		ps->sect = SECT_MODULE;
+		return;
 	}
 	perr(ps, "unknown section [%s]", q);
 }
@@ -871,6 +887,25 @@ cfg_reader(char *str, int num, void *arg)
 	}
 }
 
+/* A key of a module's section: the module parses it. */
+static void
+module_entry(struct parse *ps, const char *value)
+{
+	const struct eg_module *m = eg_module_table[ps->mod].mod;
+	char msg[EG_ERR_MSGLEN], q[400];
+
+	if (m->config == NULL) {
+		perr(ps, "unknown key '%s' in %s", quote(ps->key,
+		    strlen(ps->key), q, sizeof(q)), ps->sectname);
+		return;
+	}
+	ps->cfg->mod_cfg_owner[ps->mod] = m;
+	msg[0] = '\0';
+	if (m->config(&ps->cfg->mod_cfg[ps->mod], ps->key, value, ps->fname,
+	    ps->line, msg, sizeof(msg)) == -1)
+		perr(ps, "%s", msg[0] != '\0' ? msg : "bad key");
+}
+
 /*
  * The inih handler.  inih's section and name are not used: the reader
  * tracked the section, and kept the key untruncated (inih cuts names at
@@ -900,6 +935,9 @@ cfg_handler(void *arg, const char *section, const char *name,
 		return 1;
 	case SECT_HOSTS:
 		hosts_entry(ps, ps->key, value);
+		return 1;
+	case SECT_MODULE:
+		module_entry(ps, value);
 		return 1;
 	case SECT_PROXY:
 	case SECT_PHASE:
@@ -1279,6 +1317,10 @@ eg_cfg_unref(struct eg_cfg *cfg)
 	for (i = 0; i < cfg->nphases; i++)
 		eg_phase_clear(&cfg->phases[i]);
 	free(cfg->phases);
+	for (i = 0; i < EG_MODULES_MAX; i++)
+		if (cfg->mod_cfg_owner[i] != NULL &&
+		    cfg->mod_cfg_owner[i]->config_free != NULL)
+			cfg->mod_cfg_owner[i]->config_free(cfg->mod_cfg[i]);
 	free(cfg->file);
 	free(cfg->admin);
 	free(cfg->admin_token_file);

@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "host.h"
+#include "module.h"
 #include "policy.h"
 
 enum eg_listen_kind { EG_LISTEN_TCP, EG_LISTEN_UNIX };
@@ -69,6 +70,11 @@ struct eg_cfg {
 
 	struct eg_pin	*pins;		size_t npins;
 	struct eg_phase	*phases;	size_t nphases;
+
+	/* per eg_module_table index: what the module's config() built
+	   from its [NAME] section, and the module that frees it */
+	void			*mod_cfg[EG_MODULES_MAX];
+	const struct eg_module	*mod_cfg_owner[EG_MODULES_MAX];
 };
 
 /*

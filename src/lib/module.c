@@ -1,47 +1,188 @@
 /*
- * module.c: the registry of optional modules.  This table is the only
- * place in the tree where ENABLE_<module> appears; the build adds the
- * module's sources only when it is enabled.
+ * module.c: the registry of optional modules and the core's calls into
+ * them.  The table below is the one list of module names in the tree,
+ * with the ones not compiled in (so "[record]" or "egressd record" says
+ * "not compiled in" rather than "unknown"), and the only place where
+ * ENABLE_<module> appears; the build adds a module's sources only when
+ * it is enabled.  See doc/internals/MODULES.md.
  */
 #include "egress-int.h"
 
 #include "egress.h"
+#include "cfg.h"
 #include "module.h"
+#include "proxy.h"
 
 #ifdef ENABLE_SANDBOX
 extern const struct eg_module eg_mod_sandbox;
+#define MOD_SANDBOX	(&eg_mod_sandbox)
+#else
+#define MOD_SANDBOX	NULL
 #endif
 
-const struct eg_module *const eg_modules[] = {
-#ifdef ENABLE_SANDBOX
-	&eg_mod_sandbox,
-#endif
-	NULL
+static const char *const sandbox_cmds[] = { "run", "relay", NULL };
+static const char *const replay_cmds[] = { "replay", NULL };
+static const char *const record_cmds[] = { "record", NULL };
+
+static const struct eg_module_slot builtin[] = {
+	{ "sandbox",	sandbox_cmds,	MOD_SANDBOX },
+	{ "replay",	replay_cmds,	NULL },
+	{ "record",	record_cmds,	NULL },
+	{ NULL, NULL, NULL }
 };
+_Static_assert(nitems(builtin) <= EG_MODULES_MAX + 1,
+    "raise EG_MODULES_MAX");
 
-const struct eg_module *
-eg_module_for_command(const char *cmd)
+const struct eg_module_slot *eg_module_table = builtin;
+
+const struct eg_module_slot *
+eg_module_find(const char *name, size_t len)
 {
-	size_t i, j;
+	const struct eg_module_slot *s;
 
-	for (i = 0; eg_modules[i] != NULL; i++) {
-		if (eg_modules[i]->commands == NULL)
-			continue;
-		for (j = 0; eg_modules[i]->commands[j] != NULL; j++)
-			if (strcmp(eg_modules[i]->commands[j], cmd) == 0)
-				return eg_modules[i];
-	}
+	for (s = eg_module_table; s->name != NULL; s++)
+		if (strlen(s->name) == len && memcmp(s->name, name, len) == 0)
+			return s;
 	return NULL;
 }
+
+int
+eg_module_index(const struct eg_module *m)
+{
+	int i;
+
+	for (i = 0; i < EG_MODULES_MAX && eg_module_table[i].name != NULL;
+	    i++)
+		if (m != NULL && eg_module_table[i].mod == m)
+			return i;
+	return -1;
+}
+
+/* --- public ------------------------------------------------------------------ */
 
 const char *const *
 egress_modules(void)
 {
-	static const char *names[nitems(eg_modules)];
+	static const char *names[EG_MODULES_MAX + 1];
+	size_t i, n = 0;
+
+	for (i = 0; eg_module_table[i].name != NULL && n < EG_MODULES_MAX;
+	    i++)
+		if (eg_module_table[i].mod != NULL)
+			names[n++] = eg_module_table[i].name;
+	names[n] = NULL;
+	return names;
+}
+
+int
+egress_module_main(const char *cmd, int argc, char *argv[], char *err,
+    size_t errlen)
+{
+	const struct eg_module_slot *s;
+	size_t j;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	for (s = eg_module_table; cmd != NULL && s->name != NULL; s++) {
+		for (j = 0; s->commands != NULL && s->commands[j] != NULL;
+		    j++) {
+			if (strcmp(s->commands[j], cmd) != 0)
+				continue;
+			if (s->mod != NULL && s->mod->main != NULL)
+				return s->mod->main(argc, argv);
+			if (err != NULL && errlen > 0)
+				snprintf(err, errlen, "%s: module %s not "
+				    "compiled in (./configure --enable-%s)",
+				    cmd, s->name, s->name);
+			return -1;
+		}
+	}
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "unknown command '%s'",
+		    cmd != NULL ? cmd : "(null)");
+	return -1;
+}
+
+/* --- the core's side of the lifecycle --------------------------------------- */
+
+int
+eg_modules_init(struct egress *ex, char *err, size_t errlen)
+{
+	const struct eg_module *m;
+	char msg[512];
+	void *state;
 	size_t i;
 
-	for (i = 0; eg_modules[i] != NULL; i++)
-		names[i] = eg_modules[i]->name;
-	names[i] = NULL;
-	return names;
+	for (i = 0; i < EG_MODULES_MAX && eg_module_table[i].name != NULL;
+	    i++) {
+		m = eg_module_table[i].mod;
+		if (m == NULL || m->init == NULL || ex->mod_live[i] != NULL)
+			continue;
+		state = NULL;
+		msg[0] = '\0';
+		if (m->init(ex, ex->cfg->mod_cfg[i], &state, msg,
+		    sizeof(msg)) == -1) {
+			snprintf(err, errlen, "module %s: %s", m->name,
+			    msg[0] != '\0' ? msg : "initialisation failed");
+			return -1;
+		}
+		ex->mod_state[i] = state;
+		ex->mod_live[i] = m;
+	}
+	return 0;
+}
+
+void
+eg_modules_event(struct egress *ex, const struct egress_event *ev)
+{
+	const struct eg_module *m;
+	size_t i;
+
+	for (i = 0; i < EG_MODULES_MAX; i++)
+		if ((m = ex->mod_live[i]) != NULL && m->on_event != NULL)
+			m->on_event(ev, ex->mod_state[i]);
+}
+
+void
+eg_modules_fini(struct egress *ex)
+{
+	const struct eg_module *m;
+	size_t i;
+
+	for (i = EG_MODULES_MAX; i-- > 0;) {
+		if ((m = ex->mod_live[i]) == NULL)
+			continue;
+		if (m->fini != NULL)
+			m->fini(ex->mod_state[i]);
+		ex->mod_live[i] = NULL;
+		ex->mod_state[i] = NULL;
+	}
+}
+
+/* --- for modules -------------------------------------------------------------- */
+
+const void *
+eg_module_config(struct egress *ex, const struct eg_module *m)
+{
+	int i = eg_module_index(m);
+
+	if (i == -1 || ex == NULL || ex->cfg == NULL)
+		return NULL;
+	return ex->cfg->mod_cfg[i];
+}
+
+void *
+eg_module_state(struct egress *ex, const struct eg_module *m)
+{
+	int i = eg_module_index(m);
+
+	if (i == -1 || ex == NULL || ex->mod_live[i] != m)
+		return NULL;
+	return ex->mod_state[i];
+}
+
+const char *
+eg_module_quote(const char *s, char *buf, size_t cap)
+{
+	return eg_quote(s, strlen(s), 80, buf, cap);
 }

@@ -132,6 +132,7 @@ eg_emit(struct egress *ex, struct egress_event *ev)
 	eg_metrics_event(ex->metrics, ev);
 	for (i = 0; i < ex->nsubs; i++)
 		ex->subs[i].cb(ev, ex->subs[i].arg);
+	eg_modules_event(ex, ev);
 	return rc;
 }
 
@@ -315,6 +316,8 @@ egress_start(struct egress *ex)
 		return set_err(ex, "already started");
 	if (egress_check(ex) == -1)
 		return -1;
+	if (eg_modules_init(ex, ex->errmsg, sizeof(ex->errmsg)) == -1)
+		return -1;
 	raise_nofile(ex);
 	ex->audit = eg_audit_open(ex->cfg->audit_log, ex->cfg->audit_json,
 	    ex->cfg->audit_ring, &err);
@@ -422,6 +425,7 @@ egress_free(struct egress *ex)
 	for (i = 0; i < ex->nls; i++)
 		eg_lsock_clear(&ex->ls[i]);
 	free(ex->ls);
+	eg_modules_fini(ex);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);
@@ -446,21 +450,40 @@ egress_free(struct egress *ex)
 
 /* --- control: phase switch, reload, reopen --------------------------------- */
 
+struct phase_ev {
+	struct egress	*ex;
+	const char	*from, *by;
+	unsigned	 closed;
+};
+
 static void
-emit_phase(struct egress *ex, const char *from, const char *by,
-    unsigned closed)
+phase_cmd(void *arg)
 {
+	struct phase_ev *pe = arg;
+	struct egress *ex = pe->ex;
 	struct egress_event ev;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_PHASE;
 	pthread_rwlock_rdlock(&ex->lock);
 	ev.phase = ex->def.phase->name;
-	ev.from = from;
-	ev.by = by;
-	ev.closed = closed;
+	ev.from = pe->from;
+	ev.by = pe->by;
+	ev.closed = pe->closed;
 	eg_emit(ex, &ev);
 	pthread_rwlock_unlock(&ex->lock);
+}
+
+/* The PHASE line, on a loop thread like every event (egress.h). */
+static void
+emit_phase(struct egress *ex, const char *from, const char *by,
+    unsigned closed)
+{
+	struct phase_ev pe = { ex, from, by, closed };
+
+	if (!ex->running || ex->nw == 0 ||
+	    eg_loop_call(ex->w[0].loop, phase_cmd, &pe) == -1)
+		phase_cmd(&pe);
 }
 
 int

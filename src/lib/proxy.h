@@ -12,6 +12,7 @@
 #include "egress.h"
 #include "cfg.h"
 #include "loop.h"
+#include "module.h"
 
 struct eg_audit;
 struct eg_metrics;
@@ -154,6 +155,10 @@ struct egress {
 	uint64_t		 accept_logged;	/* atomic: loop ms of the
 						   last EMFILE message */
 	struct eg_ownaddr	*own;	/* the snapshot the workers hold */
+
+	/* per eg_module_table index: a module whose init() succeeded */
+	const struct eg_module	*mod_live[EG_MODULES_MAX];
+	void			*mod_state[EG_MODULES_MAX];
 };
 
 /* Has egress_stop() been called?  Read from any thread. */

@@ -17,6 +17,7 @@
 
 #include "cfg.h"
 #include "host.h"
+#include "module.h"
 #include "policy.h"
 #include "tap.h"
 
@@ -274,7 +275,7 @@ test_bad_files(void)
 		"7: unknown key 'alow' in [phase:a]",
 		NULL
 	};
-	static const char *const sections[] = {
+	const char *sections[] = {
 		"3: duplicate section [proxy] (first at line 1)",
 		"6: duplicate section [phase:a] (first at line 5)",
 		"8: [record]: module not compiled in "
@@ -376,6 +377,10 @@ test_bad_files(void)
 	char want[1200];
 
 	bad_file("bad-unknown-key.ini", unknown_key);
+	/* a built sandbox module takes its (empty) [sandbox] section */
+	if (eg_module_find("sandbox", 7)->mod != NULL)
+		memmove(&sections[4], &sections[5], sizeof(sections) -
+		    5 * sizeof(sections[0]));
 	bad_file("bad-sections.ini", sections);
 	bad_file("bad-values.ini", values);
 	bad_file("bad-patterns.ini", patterns);

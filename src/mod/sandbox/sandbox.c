@@ -42,6 +42,7 @@
 #endif
 
 extern char **environ;
+extern const struct eg_module eg_mod_sandbox;
 
 enum sb_mode { SB_AUTO, SB_BWRAP, SB_NONE };
 
@@ -62,6 +63,7 @@ struct run_opts {
 	const char	*proxy;		/* --proxy SOCKET */
 	const char	*audit;
 	enum sb_mode	 mode;
+	int		 mode_set;	/* --sandbox given */
 	struct sb_strv	 rw, ro;	/* resolved */
 	struct sb_strv	 env;		/* NAME or NAME=VALUE */
 	double		 timeout;	/* seconds; 0: none */
@@ -430,6 +432,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			else
 				return usage_err("--sandbox %s: use auto, "
 				    "bwrap or none", optarg);
+			o->mode_set = 1;
 			break;
 		case 'P':
 			o->proxy = optarg;
@@ -639,9 +642,81 @@ reap(pid_t child, int *status, int *done)
 }
 
 /*
- * The proxy side of the run: counters for the summary, and the in-process
- * relay thread of --sandbox none.
+ * The module's side of the core: the [sandbox] section, and the decision
+ * counters of every proxy (init/on_event/fini; "egressd run" reads them
+ * for its summary).
  */
+struct sb_conf {
+	enum sb_mode	 mode;		/* sandbox = auto|bwrap|none */
+	int		 mode_line;	/* 0: not given */
+};
+
+static int
+sb_config(void **cfgp, const char *key, const char *value, const char *file,
+    int line, char *err, size_t errlen)
+{
+	struct sb_conf *c = *cfgp;
+	char q[400];
+
+	(void)file;
+	if (c == NULL) {
+		if ((c = calloc(1, sizeof(*c))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		*cfgp = c;
+	}
+	if (strcmp(key, "sandbox") != 0) {
+		snprintf(err, errlen, "unknown key '%s' in [sandbox]",
+		    eg_module_quote(key, q, sizeof(q)));
+		return -1;
+	}
+	if (c->mode_line != 0) {
+		snprintf(err, errlen, "duplicate key 'sandbox' in [sandbox] "
+		    "(first at line %d)", c->mode_line);
+		return -1;
+	}
+	if (strcmp(value, "auto") == 0)
+		c->mode = SB_AUTO;
+	else if (strcmp(value, "bwrap") == 0)
+		c->mode = SB_BWRAP;
+	else if (strcmp(value, "none") == 0)
+		c->mode = SB_NONE;
+	else {
+		snprintf(err, errlen, "bad value '%s' for sandbox in "
+		    "[sandbox]: use auto, bwrap or none",
+		    eg_module_quote(value, q, sizeof(q)));
+		return -1;
+	}
+	c->mode_line = line;
+	return 0;
+}
+
+static void
+sb_config_free(void *cfg)
+{
+	free(cfg);
+}
+
+static int
+sb_init(struct egress *ex, const void *cfg, void **state, char *err,
+    size_t errlen)
+{
+	(void)ex;
+	(void)cfg;
+	if ((*state = calloc(1, sizeof(struct run_counts))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+sb_fini(void *state)
+{
+	free(state);
+}
+
 static void
 on_event(const struct egress_event *ev, void *arg)
 {
@@ -863,9 +938,15 @@ proxydir_check(struct run_state *st, const char *cwd)
 	return -1;
 }
 
+/*
+ * Load the private proxy's configuration (before anything else: its
+ * [sandbox] section gives the default of --sandbox).  0, or the exit
+ * status.
+ */
 static int
-proxy_start(struct run_state *st)
+proxy_load(struct run_state *st)
 {
+	const struct sb_conf *c;
 	char err[4096];
 
 	err[0] = '\0';
@@ -880,6 +961,15 @@ proxy_start(struct run_state *st)
 		return 1;
 	}
 	egress_set_log_cb(st->ex, on_log, NULL);
+	c = eg_module_config(st->ex, &eg_mod_sandbox);
+	if (!st->o.mode_set && c != NULL && c->mode_line != 0)
+		st->o.mode = c->mode;
+	return 0;
+}
+
+static int
+proxy_start(struct run_state *st)
+{
 	/* --audit, else the configuration's audit_log, else discarded */
 	if (st->o.audit != NULL)
 		snprintf(st->auditpath, sizeof(st->auditpath), "%s",
@@ -901,8 +991,7 @@ proxy_start(struct run_state *st)
 		fprintf(stderr, "egressd: %s\n", egress_errmsg(st->ex));
 		return 1;
 	}
-	if (egress_subscribe(st->ex, on_event, &st->cnt) == -1 ||
-	    egress_start(st->ex) == -1 || egress_run_thread(st->ex) == -1) {
+	if (egress_start(st->ex) == -1 || egress_run_thread(st->ex) == -1) {
 		fprintf(stderr, "egressd: %s\n", egress_errmsg(st->ex));
 		return 3;
 	}
@@ -912,6 +1001,7 @@ proxy_start(struct run_state *st)
 static void
 cleanup(struct run_state *st)
 {
+	const struct run_counts *c;
 	uint64_t one = 1;
 
 	if (st->rt_running) {
@@ -924,6 +1014,12 @@ cleanup(struct run_state *st)
 	if (st->ex != NULL) {
 		egress_stop(st->ex);
 		egress_join(st->ex);
+		/* the module's counters die with the proxy */
+		if ((c = eg_module_state(st->ex, &eg_mod_sandbox)) != NULL) {
+			st->cnt.allow = c->allow;
+			st->cnt.block = c->block;
+			st->cnt.fail = c->fail;
+		}
 		egress_free(st->ex);
 		st->ex = NULL;
 	}
@@ -1301,6 +1397,8 @@ run_main(int argc, char *argv[])
 	rc = parse_opts(argc, argv, &st.o);
 	if (rc != -1)
 		goto done;
+	if (st.o.proxy == NULL && (rc = proxy_load(&st)) != 0)
+		goto done;
 	rc = 3;
 	/* keep 0-2 open so no pipe or socket of ours lands there */
 	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= 2)
@@ -1327,7 +1425,7 @@ run_main(int argc, char *argv[])
 		goto done;
 	}
 	if (!bwrap)
-		fprintf(stderr, "egressd: warning: --sandbox none: no "
+		fprintf(stderr, "egressd: warning: sandbox none: no "
 		    "isolation; the command can reach the network and your "
 		    "files directly, only programs that honour HTTPS_PROXY "
 		    "go through egressd\n");
@@ -1455,9 +1553,13 @@ sandbox_main(int argc, char *argv[])
 	return run_main(argc, argv);
 }
 
-static const char *const cmds[] = { "run", "relay", NULL };
-
 const struct eg_module eg_mod_sandbox = {
-	"sandbox", "run commands behind the proxy (bubblewrap)", cmds,
-	sandbox_main, NULL
+	.name		= "sandbox",
+	.summary	= "run commands behind the proxy (bubblewrap)",
+	.main		= sandbox_main,
+	.config		= sb_config,
+	.config_free	= sb_config_free,
+	.init		= sb_init,
+	.on_event	= on_event,
+	.fini		= sb_fini,
 };
