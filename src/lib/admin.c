@@ -23,6 +23,7 @@
 
 #include "admin.h"
 #include "audit.h"
+#include "buf.h"
 #include "cfg.h"
 #include "listen.h"
 #include "metrics.h"
@@ -50,66 +51,6 @@ struct req {				/* one request's upload state */
 	int			 too_big;
 	char			 body[EG_ADMIN_BODY_MAX];
 };
-
-/* --- small JSON writer ---------------------------------------------------- */
-
-struct jb {
-	char	*p;
-	size_t	 len, cap;
-	int	 oom;
-};
-
-static void
-jb_raw(struct jb *j, const char *s, size_t n)
-{
-	size_t ncap;
-	char *np;
-
-	if (j->oom)
-		return;
-	if (j->len + n + 1 > j->cap) {
-		ncap = j->cap ? j->cap : 256;
-		while (ncap < j->len + n + 1 && ncap <= JSON_MAX)
-			ncap *= 2;
-		if (ncap > JSON_MAX || (np = realloc(j->p, ncap)) == NULL) {
-			j->oom = 1;
-			return;
-		}
-		j->p = np;
-		j->cap = ncap;
-	}
-	memcpy(j->p + j->len, s, n);
-	j->len += n;
-	j->p[j->len] = '\0';
-}
-
-static void
-jb_lit(struct jb *j, const char *s)
-{
-	jb_raw(j, s, strlen(s));
-}
-
-static void
-jb_u64(struct jb *j, uint64_t v)
-{
-	char b[24];
-	int n;
-
-	n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
-	jb_raw(j, b, (size_t)n);
-}
-
-/* A JSON string (eg_json_escape(), as the audit log writes them). */
-static void
-jb_str(struct jb *j, const char *s)
-{
-	char e[6];
-
-	jb_raw(j, "\"", 1);
-	for (; s != NULL && *s != '\0'; s++)
-		jb_raw(j, e, eg_json_escape((unsigned char)*s, e));
-	jb_raw(j, "\"", 1);
-}
 
 /* --- PUT /v1/phase body -------------------------------------------------- */
 
@@ -192,19 +133,19 @@ reply(struct MHD_Connection *con, unsigned status, const char *type,
 }
 
 static enum MHD_Result
-reply_json(struct MHD_Connection *con, unsigned status, struct jb *j)
+reply_json(struct MHD_Connection *con, unsigned status, struct eg_buf *j)
 {
 	enum MHD_Result rc;
 
-	if (j->oom) {
-		free(j->p);
+	eg_buf_add(j, "\n", 1);
+	if (eg_buf_failed(j)) {
+		eg_buf_clear(j);
 		return reply(con, 500, "application/json",
 		    "{\"error\":\"out of memory\"}\n", 26, NULL, NULL);
 	}
-	jb_raw(j, "\n", 1);
-	rc = reply(con, status, "application/json", j->p ? j->p : "",
-	    j->len, NULL, NULL);
-	free(j->p);
+	rc = reply(con, status, "application/json", eg_buf_data(j),
+	    eg_buf_len(j), NULL, NULL);
+	eg_buf_clear(j);
 	return rc;
 }
 
@@ -212,37 +153,38 @@ static enum MHD_Result
 reply_err(struct MHD_Connection *con, unsigned status, const char *msg,
     const char *hname, const char *hval)
 {
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	enum MHD_Result rc;
 
-	jb_lit(&j, "{\"error\":");
-	jb_str(&j, msg);
-	jb_lit(&j, "}\n");
-	if (j.oom) {
-		free(j.p);
+	eg_buf_str(&j, "{\"error\":");
+	eg_buf_json_str(&j, msg);
+	eg_buf_str(&j, "}\n");
+	if (eg_buf_failed(&j)) {
+		eg_buf_clear(&j);
 		return MHD_NO;
 	}
-	rc = reply(con, status, "application/json", j.p, j.len, hname, hval);
-	free(j.p);
+	rc = reply(con, status, "application/json", eg_buf_data(&j),
+	    eg_buf_len(&j), hname, hval);
+	eg_buf_clear(&j);
 	return rc;
 }
 
 /* --- routes -------------------------------------------------------------- */
 
 static void
-json_allow(struct jb *j, const struct eg_phase *p)
+json_allow(struct eg_buf *j, const struct eg_phase *p)
 {
 	size_t i;
 
-	jb_lit(j, "\"mode\":");
-	jb_str(j, p->report ? "report" : "enforce");
-	jb_lit(j, ",\"allow\":[");
+	eg_buf_str(j, "\"mode\":");
+	eg_buf_json_str(j, p->report ? "report" : "enforce");
+	eg_buf_str(j, ",\"allow\":[");
 	for (i = 0; i < p->nrules; i++) {
 		if (i)
-			jb_raw(j, ",", 1);
-		jb_str(j, p->rules[i].text);
+			eg_buf_add(j, ",", 1);
+		eg_buf_json_str(j, p->rules[i].text);
 	}
-	jb_raw(j, "]", 1);
+	eg_buf_add(j, "]", 1);
 }
 
 static enum MHD_Result
@@ -250,7 +192,7 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 {
 	struct egress *ex = ad->ex;
 	const char *const *m;
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	char phase[EG_PHASE_NAME_MAX + 1];
 	uint64_t aerr;
 	int64_t up;
@@ -259,25 +201,25 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 	egress_phase(ex, phase, sizeof(phase));
 	eg_audit_health(ex->audit, &aerr, &failing);
 	up = eg_wall_ms() - ex->started_ms;
-	jb_lit(&j, "{\"version\":");
-	jb_str(&j, egress_version());
-	jb_lit(&j, ",\"phase\":");
-	jb_str(&j, phase);
-	jb_lit(&j, ",\"uptime_s\":");
-	jb_u64(&j, up > 0 ? (uint64_t)up / 1000 : 0);
-	jb_lit(&j, ",\"connections\":{\"active\":");
-	jb_u64(&j, __atomic_load_n(&ex->active, __ATOMIC_RELAXED));
-	jb_lit(&j, ",\"total\":");
-	jb_u64(&j, __atomic_load_n(&ex->total, __ATOMIC_RELAXED));
-	jb_lit(&j, "},\"modules\":[");
+	eg_buf_str(&j, "{\"version\":");
+	eg_buf_json_str(&j, egress_version());
+	eg_buf_str(&j, ",\"phase\":");
+	eg_buf_json_str(&j, phase);
+	eg_buf_str(&j, ",\"uptime_s\":");
+	eg_buf_u64(&j, up > 0 ? (uint64_t)up / 1000 : 0);
+	eg_buf_str(&j, ",\"connections\":{\"active\":");
+	eg_buf_u64(&j, __atomic_load_n(&ex->active, __ATOMIC_RELAXED));
+	eg_buf_str(&j, ",\"total\":");
+	eg_buf_u64(&j, __atomic_load_n(&ex->total, __ATOMIC_RELAXED));
+	eg_buf_str(&j, "},\"modules\":[");
 	for (m = egress_modules(); *m != NULL; m++) {
 		if (m != egress_modules())
-			jb_raw(&j, ",", 1);
-		jb_str(&j, *m);
+			eg_buf_add(&j, ",", 1);
+		eg_buf_json_str(&j, *m);
 	}
-	jb_lit(&j, "],\"audit\":{\"write_errors\":");
-	jb_u64(&j, aerr);
-	jb_lit(&j, failing ? ",\"failing\":true}}" : ",\"failing\":false}}");
+	eg_buf_str(&j, "],\"audit\":{\"write_errors\":");
+	eg_buf_u64(&j, aerr);
+	eg_buf_str(&j, failing ? ",\"failing\":true}}" : ",\"failing\":false}}");
 	return reply_json(con, 200, &j);
 }
 
@@ -285,14 +227,14 @@ static enum MHD_Result
 get_phase(struct eg_admin *ad, struct MHD_Connection *con)
 {
 	struct egress *ex = ad->ex;
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 
 	pthread_rwlock_rdlock(&ex->lock);
-	jb_lit(&j, "{\"phase\":");
-	jb_str(&j, ex->def.phase->name);
-	jb_raw(&j, ",", 1);
+	eg_buf_str(&j, "{\"phase\":");
+	eg_buf_json_str(&j, ex->def.phase->name);
+	eg_buf_add(&j, ",", 1);
 	json_allow(&j, ex->def.phase);
-	jb_raw(&j, "}", 1);
+	eg_buf_add(&j, "}", 1);
 	pthread_rwlock_unlock(&ex->lock);
 	return reply_json(con, 200, &j);
 }
@@ -301,23 +243,23 @@ static enum MHD_Result
 get_phases(struct eg_admin *ad, struct MHD_Connection *con)
 {
 	struct egress *ex = ad->ex;
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	size_t i;
 
 	pthread_rwlock_rdlock(&ex->lock);
-	jb_lit(&j, "{\"phase\":");
-	jb_str(&j, ex->def.phase->name);
-	jb_lit(&j, ",\"phases\":[");
+	eg_buf_str(&j, "{\"phase\":");
+	eg_buf_json_str(&j, ex->def.phase->name);
+	eg_buf_str(&j, ",\"phases\":[");
 	for (i = 0; i < ex->cfg->nphases; i++) {
 		if (i)
-			jb_raw(&j, ",", 1);
-		jb_lit(&j, "{\"name\":");
-		jb_str(&j, ex->cfg->phases[i].name);
-		jb_raw(&j, ",", 1);
+			eg_buf_add(&j, ",", 1);
+		eg_buf_str(&j, "{\"name\":");
+		eg_buf_json_str(&j, ex->cfg->phases[i].name);
+		eg_buf_add(&j, ",", 1);
 		json_allow(&j, &ex->cfg->phases[i]);
-		jb_raw(&j, "}", 1);
+		eg_buf_add(&j, "}", 1);
 	}
-	jb_lit(&j, "]}");
+	eg_buf_str(&j, "]}");
 	pthread_rwlock_unlock(&ex->lock);
 	return reply_json(con, 200, &j);
 }
@@ -345,7 +287,7 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
 	char msg[600];
 	const char *why;
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	unsigned closed = 0;
 	int rc, e;
 
@@ -372,13 +314,13 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	if (rc == -1)
 		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
 		    NULL);
-	jb_lit(&j, "{\"phase\":");
-	jb_str(&j, name);
-	jb_lit(&j, ",\"previous\":");
-	jb_str(&j, prev);
-	jb_lit(&j, ",\"closed\":");
-	jb_u64(&j, closed);
-	jb_raw(&j, "}", 1);
+	eg_buf_str(&j, "{\"phase\":");
+	eg_buf_json_str(&j, name);
+	eg_buf_str(&j, ",\"previous\":");
+	eg_buf_json_str(&j, prev);
+	eg_buf_str(&j, ",\"closed\":");
+	eg_buf_u64(&j, closed);
+	eg_buf_add(&j, "}", 1);
 	return reply_json(con, 200, &j);
 }
 
@@ -435,7 +377,7 @@ static enum MHD_Result
 post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 {
 	struct egress *ex = ad->ex;
-	struct jb j = { 0 };
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	const char *p, *nl;
 	char *msg, phase[EG_PHASE_NAME_MAX + 1], line[1024];
 	size_t n, nerr = 0;
@@ -451,7 +393,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 		snprintf(msg, sizeof(ex->errmsg), "%s", egress_errmsg(ex));
 	pthread_mutex_unlock(&ad->mtx);
 	if (rc == -1) {
-		jb_lit(&j, "{\"errors\":[");
+		eg_buf_str(&j, "{\"errors\":[");
 		for (p = msg; *p != '\0'; p = *nl ? nl + 1 : nl) {
 			if ((nl = strchr(p, '\n')) == NULL)
 				nl = p + strlen(p);
@@ -463,10 +405,10 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 			memcpy(line, p, n);
 			line[n] = '\0';
 			if (nerr++)
-				jb_raw(&j, ",", 1);
-			jb_str(&j, line);
+				eg_buf_add(&j, ",", 1);
+			eg_buf_json_str(&j, line);
 		}
-		jb_lit(&j, "]}");
+		eg_buf_str(&j, "]}");
 		free(msg);
 		return reply_json(con, 422, &j);
 	}
@@ -478,9 +420,9 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 		    "changes only at restart");
 	pthread_rwlock_unlock(&ex->lock);
 	egress_phase(ex, phase, sizeof(phase));
-	jb_lit(&j, "{\"reloaded\":true,\"phase\":");
-	jb_str(&j, phase);
-	jb_raw(&j, "}", 1);
+	eg_buf_str(&j, "{\"reloaded\":true,\"phase\":");
+	eg_buf_json_str(&j, phase);
+	eg_buf_add(&j, "}", 1);
 	return reply_json(con, 200, &j);
 }
 
@@ -490,10 +432,10 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	struct egress *ex = ad->ex;
 	struct eg_metrics_gauges g;
 	enum MHD_Result rc;
-	char phase[EG_PHASE_NAME_MAX + 1], *buf = NULL, *nb;
-	size_t cap = 65536, n = 0;
+	char phase[EG_PHASE_NAME_MAX + 1];
+	struct eg_buf b = EG_BUF_HEAP(JSON_MAX);
 	int64_t up;
-	int tries, failing;
+	int failing;
 
 	egress_phase(ex, phase, sizeof(phase));
 	eg_audit_health(ex->audit, &g.audit_write_errors, &failing);
@@ -502,22 +444,14 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	g.active = __atomic_load_n(&ex->active, __ATOMIC_RELAXED);
 	g.total = __atomic_load_n(&ex->total, __ATOMIC_RELAXED);
 	g.uptime_s = up > 0 ? (uint64_t)up / 1000 : 0;
-	for (tries = 0; tries < 4; tries++) {
-		if (cap > JSON_MAX || (nb = realloc(buf, cap)) == NULL)
-			break;
-		buf = nb;
-		n = eg_metrics_render(ex->metrics, &g, buf, cap);
-		if (n < cap)
-			break;
-		cap = n + 4096;
-	}
-	if (buf == NULL || n >= cap) {
-		free(buf);
+	eg_buf_reserve(&b, 65536);	/* the usual size in one go */
+	if (eg_metrics_render(ex->metrics, &g, &b) == -1) {
+		eg_buf_clear(&b);
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	}
-	rc = reply(con, 200, "text/plain; version=0.0.4; charset=utf-8", buf,
-	    n, NULL, NULL);
-	free(buf);
+	rc = reply(con, 200, "text/plain; version=0.0.4; charset=utf-8",
+	    eg_buf_data(&b), eg_buf_len(&b), NULL, NULL);
+	eg_buf_clear(&b);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "buf.h"
 
 struct ring_slot {
 	uint64_t	 seq;
@@ -188,28 +189,29 @@ eg_audit_close(struct eg_audit *a)
 
 /* --- formatting ------------------------------------------------------- */
 
-struct out {
-	char	*p;
-	size_t	 len, cap;
-};
-
-static void
-out_raw(struct out *o, const char *s, size_t n)
+/*
+ * Lines are built in a struct eg_buf over the caller's array.  The audit
+ * line adds one policy of its own to the buffer's rule: a piece that
+ * does not fit is cut to the room left ("values are truncated", audit.h),
+ * so an over-long line keeps every byte that fits and still ends in its
+ * newline.
+ */
+static inline void
+out_raw(struct eg_buf *o, const char *s, size_t n)
 {
-	if (o->len + n >= o->cap)
-		n = o->len < o->cap - 1 ? o->cap - 1 - o->len : 0;
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
+	size_t room = eg_buf_room(o);
+
+	eg_buf_add(o, s, n < room ? n : room);
 }
 
 static void
-out_str(struct out *o, const char *s)
+out_str(struct eg_buf *o, const char *s)
 {
 	out_raw(o, s, strlen(s));
 }
 
 static void
-out_u64(struct out *o, uint64_t v)
+out_u64(struct eg_buf *o, uint64_t v)
 {
 	char b[20];
 	size_t i = sizeof(b);
@@ -223,7 +225,7 @@ out_u64(struct out *o, uint64_t v)
 
 /* Text values: every byte outside '!'..'~', and '\', '"', become \xHH. */
 static void
-out_text_val(struct out *o, const char *s)
+out_text_val(struct eg_buf *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const char *run;
@@ -250,28 +252,8 @@ out_text_val(struct out *o, const char *s)
 	}
 }
 
-size_t
-eg_json_escape(unsigned char ch, char out[6])
-{
-	static const char hex[] = "0123456789abcdef";
-
-	if (ch == '"' || ch == '\\') {
-		out[0] = '\\';
-		out[1] = (char)ch;
-		return 2;
-	}
-	if (ch >= 0x20 && ch < 0x7f) {
-		out[0] = (char)ch;
-		return 1;
-	}
-	memcpy(out, "\\u00", 4);
-	out[4] = hex[ch >> 4];
-	out[5] = hex[ch & 15];
-	return 6;
-}
-
 static void
-out_json_str(struct out *o, const char *s)
+out_json_str(struct eg_buf *o, const char *s)
 {
 	const char *run;
 	char e[6];
@@ -296,7 +278,7 @@ out_json_str(struct out *o, const char *s)
  * and made again only when the second changes.
  */
 static void
-out_ts(struct out *o, int64_t ms)
+out_ts(struct eg_buf *o, int64_t ms)
 {
 	static __thread time_t last = -1;
 	static __thread char sec[32];
@@ -327,7 +309,7 @@ out_ts(struct out *o, int64_t ms)
 
 /* One key=value (text) or ,"key":value (JSON); NULL strings are skipped. */
 static void
-kv_str(struct out *o, int json, const char *k, const char *v)
+kv_str(struct eg_buf *o, int json, const char *k, const char *v)
 {
 	if (v == NULL)
 		return;
@@ -345,7 +327,7 @@ kv_str(struct out *o, int json, const char *k, const char *v)
 }
 
 static void
-kv_u64(struct out *o, int json, const char *k, uint64_t v)
+kv_u64(struct eg_buf *o, int json, const char *k, uint64_t v)
 {
 	out_raw(o, json ? ",\"" : " ", json ? 2 : 1);
 	out_str(o, k);
@@ -357,12 +339,14 @@ size_t
 eg_audit_format(const struct egress_event *ev, int json, char *buf,
     size_t cap)
 {
-	/* one byte is kept for the newline and one for an optional NUL */
-	struct out o = { buf, 0, cap - 1 };
+	struct eg_buf o;
 	char port[8];
+	size_t n;
 
 	if (cap < 3)
 		return 0;
+	/* one byte is kept for the newline and one for an optional NUL */
+	eg_buf_init(&o, buf, cap - 2);
 	if (json) {
 		out_str(&o, "{\"ts\":\"");
 		out_ts(&o, ev->ts_ms);
@@ -422,8 +406,9 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	}
 	if (json)
 		out_raw(&o, "}", 1);
-	buf[o.len++] = '\n';
-	return o.len;
+	n = eg_buf_len(&o);
+	buf[n++] = '\n';
+	return n;
 }
 
 static void
@@ -549,7 +534,7 @@ size_t
 eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
     char *buf, size_t cap)
 {
-	struct out o = { buf, 0, cap };
+	struct eg_buf o;
 	uint64_t first, seq;
 	unsigned n = 0;
 	struct ring_slot *s;
@@ -557,6 +542,8 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 
 	if (cap < 3)
 		return 0;
+	/* one byte is kept for the NUL */
+	eg_buf_init(&o, buf, cap - 1);
 	out_raw(&o, "[", 1);
 	pthread_mutex_lock(&a->mtx);
 	first = a->seq > a->nring ? a->seq - a->nring + 1 : 1;
@@ -575,7 +562,7 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 			continue;
 		/* whole objects only: stop when the next one would not fit */
 		need = strlen(s->json) + 32;
-		if (o.len + need + 2 >= o.cap)
+		if (eg_buf_room(&o) <= need + 1)
 			break;
 		if (n++)
 			out_raw(&o, ",", 1);
@@ -587,6 +574,6 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 	}
 	pthread_mutex_unlock(&a->mtx);
 	out_raw(&o, "]", 1);
-	buf[o.len] = '\0';
-	return o.len;
+	buf[eg_buf_len(&o)] = '\0';
+	return eg_buf_len(&o);
 }

@@ -67,13 +67,6 @@ size_t		 eg_audit_format(const struct egress_event *, int json,
 size_t		 eg_audit_ring_json(struct eg_audit *, uint64_t since,
 		    unsigned limit, char *buf, size_t cap);
 
-/*
- * One byte of a JSON string, escaped per RFC 8259; control and 8-bit
- * bytes become \u00XX so output is valid UTF-8 whatever the input.
- * Writes 1, 2 or 6 bytes to out and returns how many.
- */
-size_t		 eg_json_escape(unsigned char ch, char out[6]);
-
 /* Names shared by audit, metrics and reply bodies. */
 const char	*eg_event_name(enum egress_event_type);
 

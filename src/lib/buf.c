@@ -94,12 +94,6 @@ eg_buf_add_slow(struct eg_buf *b, const void *s, size_t n)
 }
 
 int
-eg_buf_str(struct eg_buf *b, const char *s)
-{
-	return eg_buf_add(b, s, strlen(s));
-}
-
-int
 eg_buf_u64(struct eg_buf *b, uint64_t v)
 {
 	char d[20];
@@ -149,10 +143,29 @@ eg_buf_printf(struct eg_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+size_t
+eg_json_escape(unsigned char ch, char out[6])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (ch == '"' || ch == '\\') {
+		out[0] = '\\';
+		out[1] = (char)ch;
+		return 2;
+	}
+	if (ch >= 0x20 && ch < 0x7f) {
+		out[0] = (char)ch;
+		return 1;
+	}
+	memcpy(out, "\\u00", 4);
+	out[4] = hex[ch >> 4];
+	out[5] = hex[ch & 15];
+	return 6;
+}
+
 int
 eg_buf_json(struct eg_buf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t start = b->len, i = 0, run;
 	unsigned char ch;
 	char e[6];
@@ -167,18 +180,8 @@ eg_buf_json(struct eg_buf *b, const char *s, size_t n)
 			goto fail;
 		if (i == n)
 			break;
-		ch = (unsigned char)s[i++];
-		if (ch == '"' || ch == '\\') {
-			e[0] = '\\';
-			e[1] = (char)ch;
-			if (eg_buf_add(b, e, 2) == -1)
-				goto fail;
-			continue;
-		}
-		memcpy(e, "\\u00", 4);
-		e[4] = hex[ch >> 4];
-		e[5] = hex[ch & 15];
-		if (eg_buf_add(b, e, 6) == -1)
+		if (eg_buf_add(b, e, eg_json_escape((unsigned char)s[i++], e))
+		    == -1)
 			goto fail;
 	}
 	if (eg_buf_add(b, "\"", 1) == 0)

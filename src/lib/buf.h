@@ -53,6 +53,9 @@ struct eg_buf {
 	unsigned char	 err;	/* enum eg_buf_err, sticky */
 };
 
+/* A heap buffer as an initialiser: eg_buf_init_heap() without a call. */
+#define EG_BUF_HEAP(max)	{ NULL, 0, 0, 0, (max), 1, EG_BUF_OK }
+
 /* Over caller storage of size bytes (may be 0). */
 void	eg_buf_init(struct eg_buf *, void *storage, size_t size);
 /* Empty, growing on demand up to max bytes. */
@@ -84,7 +87,12 @@ eg_buf_add(struct eg_buf *b, const void *s, size_t n)
 }
 
 /* Append a NUL-terminated string (without the NUL). */
-int	eg_buf_str(struct eg_buf *, const char *);
+static inline int
+eg_buf_str(struct eg_buf *b, const char *s)
+{
+	return eg_buf_add(b, s, strlen(s));
+}
+
 /* Append v in decimal. */
 int	eg_buf_u64(struct eg_buf *, uint64_t v);
 /* Append printf output; a result that does not fit whole is not kept. */
@@ -98,6 +106,11 @@ int	eg_buf_printf(struct eg_buf *, const char *fmt, ...)
 int	eg_buf_json(struct eg_buf *, const char *s, size_t n);
 /* The same for a NUL-terminated string; NULL gives "". */
 int	eg_buf_json_str(struct eg_buf *, const char *s);
+/*
+ * One byte of a JSON string, escaped as eg_buf_json() does: writes 1, 2
+ * or 6 bytes to out and returns how many.
+ */
+size_t	eg_json_escape(unsigned char ch, char out[6]);
 
 /* Drop n (<= eg_buf_len()) bytes from the front. */
 void	eg_buf_consume(struct eg_buf *, size_t n);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "audit.h"
+#include "buf.h"
 #include "metrics.h"
 #include "shared.h"
 
@@ -235,84 +236,40 @@ eg_metrics_reload(struct eg_metrics *m, int ok)
 
 /* --- rendering ------------------------------------------------------------ */
 
-struct out {
-	char	*buf;
-	size_t	 cap;
-	size_t	 len;		/* may pass cap: the length needed */
-};
-
-static void
-out_mem(struct out *o, const char *s, size_t n)
-{
-	if (o->len < o->cap) {
-		size_t room = o->cap - o->len;
-
-		memcpy(o->buf + o->len, s, n < room ? n : room);
-	}
-	o->len += n;
-}
-
-static void
-out_fmt(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-out_fmt(struct out *o, const char *fmt, ...)
-{
-	char tmp[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(tmp))
-		n = (int)sizeof(tmp) - 1;
-	out_mem(o, tmp, (size_t)n);
-}
-
-static void
-out_str(struct out *o, const char *s)
-{
-	out_mem(o, s, strlen(s));
-}
-
 /* A label value, escaped per the text format: \\, \" and \n. */
 static void
-out_label(struct out *o, const char *s)
+out_label(struct eg_buf *o, const char *s)
 {
 	for (; *s != '\0'; s++) {
 		if (*s == '\\')
-			out_mem(o, "\\\\", 2);
+			eg_buf_add(o, "\\\\", 2);
 		else if (*s == '"')
-			out_mem(o, "\\\"", 2);
+			eg_buf_add(o, "\\\"", 2);
 		else if (*s == '\n')
-			out_mem(o, "\\n", 2);
+			eg_buf_add(o, "\\n", 2);
 		else
-			out_mem(o, s, 1);
+			eg_buf_add(o, s, 1);
 	}
 }
 
 static void
-out_head(struct out *o, const char *name, const char *type,
+out_head(struct eg_buf *o, const char *name, const char *type,
     const char *help)
 {
-	out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	eg_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Seconds with microsecond precision, as the format's float. */
 static void
-out_seconds(struct out *o, uint64_t us)
+out_seconds(struct eg_buf *o, uint64_t us)
 {
-	out_fmt(o, "%llu.%06llu", (unsigned long long)(us / 1000000),
+	eg_buf_printf(o, "%llu.%06llu", (unsigned long long)(us / 1000000),
 	    (unsigned long long)(us % 1000000));
 }
 
 /* A bucket bound in seconds, shortest form: 0.001, 0.0025, 1, 10. */
 static void
-out_bound(struct out *o, uint64_t us)
+out_bound(struct eg_buf *o, uint64_t us)
 {
 	char frac[8];
 	int n;
@@ -321,12 +278,12 @@ out_bound(struct out *o, uint64_t us)
 	    (unsigned long long)(us % 1000000));
 	while (n > 0 && frac[n - 1] == '0')
 		frac[--n] = '\0';
-	out_fmt(o, "%llu%s%s", (unsigned long long)(us / 1000000),
+	eg_buf_printf(o, "%llu%s%s", (unsigned long long)(us / 1000000),
 	    n > 0 ? "." : "", frac);
 }
 
 static void
-render_hist(struct out *o, const char *name, const char *help,
+render_hist(struct eg_buf *o, const char *name, const char *help,
     const struct hist *hi)
 {
 	uint64_t cum = 0;
@@ -335,103 +292,98 @@ render_hist(struct out *o, const char *name, const char *help,
 	out_head(o, name, "histogram", help);
 	for (i = 0; i < NBUCKET; i++) {
 		cum += load64(&hi->le[i]);
-		out_fmt(o, "%s_bucket{le=\"", name);
+		eg_buf_printf(o, "%s_bucket{le=\"", name);
 		out_bound(o, bucket_us[i]);
-		out_fmt(o, "\"} %llu\n", (unsigned long long)cum);
+		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)cum);
 	}
 	cum += load64(&hi->inf);
 	/* _count is the buckets' total, so the three always agree */
-	out_fmt(o, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+	eg_buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name,
 	    (unsigned long long)cum);
-	out_fmt(o, "%s_sum ", name);
+	eg_buf_printf(o, "%s_sum ", name);
 	out_seconds(o, load64(&hi->sum_us));
-	out_fmt(o, "\n%s_count %llu\n", name, (unsigned long long)cum);
+	eg_buf_printf(o, "\n%s_count %llu\n", name, (unsigned long long)cum);
 }
 
-size_t
+int
 eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
-    char *buf, size_t cap)
+    struct eg_buf *o)
 {
-	struct out o = { buf, cap, 0 };
 	size_t i;
 
-	out_head(&o, "egressd_decisions_total", "counter",
+	out_head(o, "egressd_decisions_total", "counter",
 	    "Verdicts by event (ALLOW, BLOCK, FAIL), reason and phase; "
 	    "reason is empty for ALLOW, report:REASON in report mode.");
 	pthread_mutex_lock(&m->mtx);
 	for (i = 0; i < m->ndec; i++) {
-		out_str(&o, "egressd_decisions_total{event=\"");
-		out_str(&o, eg_event_name((enum egress_event_type)
+		eg_buf_str(o, "egressd_decisions_total{event=\"");
+		eg_buf_str(o, eg_event_name((enum egress_event_type)
 		    m->dec[i].event));
-		out_str(&o, "\",reason=\"");
-		out_label(&o, m->dec[i].reason);
-		out_str(&o, "\",phase=\"");
-		out_label(&o, m->dec[i].phase);
-		out_fmt(&o, "\"} %llu\n", (unsigned long long)m->dec[i].n);
+		eg_buf_str(o, "\",reason=\"");
+		out_label(o, m->dec[i].reason);
+		eg_buf_str(o, "\",phase=\"");
+		out_label(o, m->dec[i].phase);
+		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)m->dec[i].n);
 	}
 	pthread_mutex_unlock(&m->mtx);
 
-	out_head(&o, "egressd_connections_active", "gauge",
+	out_head(o, "egressd_connections_active", "gauge",
 	    "Client connections open now.");
-	out_fmt(&o, "egressd_connections_active %llu\n",
+	eg_buf_printf(o, "egressd_connections_active %llu\n",
 	    (unsigned long long)(g ? g->active : 0));
-	out_head(&o, "egressd_connections_total", "counter",
+	out_head(o, "egressd_connections_total", "counter",
 	    "Client connections accepted since start.");
-	out_fmt(&o, "egressd_connections_total %llu\n",
+	eg_buf_printf(o, "egressd_connections_total %llu\n",
 	    (unsigned long long)(g ? g->total : 0));
 
-	out_head(&o, "egressd_bytes_total", "counter",
+	out_head(o, "egressd_bytes_total", "counter",
 	    "Tunnelled bytes of ended connections, up (client to upstream) "
 	    "and down.");
-	out_fmt(&o, "egressd_bytes_total{direction=\"up\"} %llu\n",
+	eg_buf_printf(o, "egressd_bytes_total{direction=\"up\"} %llu\n",
 	    (unsigned long long)load64(&m->bytes_up));
-	out_fmt(&o, "egressd_bytes_total{direction=\"down\"} %llu\n",
+	eg_buf_printf(o, "egressd_bytes_total{direction=\"down\"} %llu\n",
 	    (unsigned long long)load64(&m->bytes_down));
 
-	out_head(&o, "egressd_tunnels_closed_total", "counter",
+	out_head(o, "egressd_tunnels_closed_total", "counter",
 	    "CLOSE events by end reason.");
 	pthread_mutex_lock(&m->mtx);
 	for (i = 0; i < m->nends; i++) {
-		out_str(&o, "egressd_tunnels_closed_total{end=\"");
-		out_label(&o, m->ends[i].end);
-		out_fmt(&o, "\"} %llu\n", (unsigned long long)m->ends[i].n);
+		eg_buf_str(o, "egressd_tunnels_closed_total{end=\"");
+		out_label(o, m->ends[i].end);
+		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)m->ends[i].n);
 	}
 	pthread_mutex_unlock(&m->mtx);
 
-	render_hist(&o, "egressd_dns_duration_seconds",
+	render_hist(o, "egressd_dns_duration_seconds",
 	    "Name resolution time.", &m->hist[EG_HIST_DNS]);
-	render_hist(&o, "egressd_connect_duration_seconds",
+	render_hist(o, "egressd_connect_duration_seconds",
 	    "Upstream TCP connect time.", &m->hist[EG_HIST_CONNECT]);
 
-	out_head(&o, "egressd_phase_switches_total", "counter",
+	out_head(o, "egressd_phase_switches_total", "counter",
 	    "Phase switches (PHASE audit events).");
-	out_fmt(&o, "egressd_phase_switches_total %llu\n",
+	eg_buf_printf(o, "egressd_phase_switches_total %llu\n",
 	    (unsigned long long)load64(&m->phase_switches));
-	out_head(&o, "egressd_reloads_total", "counter",
+	out_head(o, "egressd_reloads_total", "counter",
 	    "Configuration reloads by result.");
-	out_fmt(&o, "egressd_reloads_total{result=\"ok\"} %llu\n",
+	eg_buf_printf(o, "egressd_reloads_total{result=\"ok\"} %llu\n",
 	    (unsigned long long)load64(&m->reloads_ok));
-	out_fmt(&o, "egressd_reloads_total{result=\"error\"} %llu\n",
+	eg_buf_printf(o, "egressd_reloads_total{result=\"error\"} %llu\n",
 	    (unsigned long long)load64(&m->reloads_err));
 
-	out_head(&o, "egressd_audit_write_errors_total", "counter",
+	out_head(o, "egressd_audit_write_errors_total", "counter",
 	    "Audit lines that could not be written (an ALLOW among them is "
 	    "refused with 503).");
-	out_fmt(&o, "egressd_audit_write_errors_total %llu\n",
+	eg_buf_printf(o, "egressd_audit_write_errors_total %llu\n",
 	    (unsigned long long)(g ? g->audit_write_errors : 0));
 
-	out_head(&o, "egressd_phase_info", "gauge",
+	out_head(o, "egressd_phase_info", "gauge",
 	    "The current phase (value always 1).");
-	out_str(&o, "egressd_phase_info{phase=\"");
-	out_label(&o, g != NULL && g->phase != NULL ? g->phase : "");
-	out_str(&o, "\"} 1\n");
-	out_head(&o, "egressd_uptime_seconds", "gauge",
+	eg_buf_str(o, "egressd_phase_info{phase=\"");
+	out_label(o, g != NULL && g->phase != NULL ? g->phase : "");
+	eg_buf_str(o, "\"} 1\n");
+	out_head(o, "egressd_uptime_seconds", "gauge",
 	    "Seconds since the proxy started.");
-	out_fmt(&o, "egressd_uptime_seconds %llu\n",
+	eg_buf_printf(o, "egressd_uptime_seconds %llu\n",
 	    (unsigned long long)(g ? g->uptime_s : 0));
-	if (o.len < cap)
-		buf[o.len] = '\0';
-	else if (cap > 0)
-		buf[cap - 1] = '\0';
-	return o.len;
+	return eg_buf_failed(o) ? -1 : 0;
 }

@@ -36,9 +36,10 @@ struct eg_metrics_gauges {
 	uint64_t	 audit_write_errors;	/* eg_audit_health() */
 };
 
-/* Render the exposition text into buf; returns its length (or the
- * length it would need, if cap is too small, like snprintf). */
-size_t	eg_metrics_render(struct eg_metrics *,
-	    const struct eg_metrics_gauges *, char *buf, size_t cap);
+/* Append the exposition text to b; 0, or -1 if b overflowed (its
+ * error says how; see buf.h). */
+struct eg_buf;
+int	eg_metrics_render(struct eg_metrics *,
+	    const struct eg_metrics_gauges *, struct eg_buf *b);
 
 #endif

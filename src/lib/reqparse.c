@@ -9,6 +9,7 @@
 
 #include <limits.h>
 
+#include "buf.h"
 #include "reqparse.h"
 #include "shared.h"
 
@@ -27,14 +28,6 @@ struct hdr_info {
 	int	 conn_keepalive;	/* Connection: keep-alive */
 	const char *conn_framing;	/* why, if Connection names a
 					   framing or routing header */
-};
-
-/* Output cursor for the head writers; overflows are sticky. */
-struct obuf {
-	char	*p;
-	size_t	 cap;
-	size_t	 len;
-	int	 over;
 };
 
 /* RFC 9110 tchar. */
@@ -567,23 +560,6 @@ eg_resp_parse(const uint8_t *buf, size_t len, struct eg_resp *resp,
 	return EG_PARSE_OK;
 }
 
-static void
-ob_put(struct obuf *o, const void *p, size_t n)
-{
-	if (o->over || n > o->cap - o->len) {
-		o->over = 1;
-		return;
-	}
-	memcpy(o->p + o->len, p, n);
-	o->len += n;
-}
-
-static void
-ob_puts(struct obuf *o, const char *s)
-{
-	ob_put(o, s, strlen(s));
-}
-
 /*
  * Is header h hop-by-hop: one of the fixed names, Proxy-*, or a name
  * listed in any Connection header of hdr[]?
@@ -618,7 +594,7 @@ hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
  * Connection header and CRLF.
  */
 static void
-put_headers(struct obuf *o, const uint8_t *buf, const struct eg_hdr *hdr,
+put_headers(struct eg_buf *o, const uint8_t *buf, const struct eg_hdr *hdr,
     size_t nhdr, int skip_host, int keepalive)
 {
 	size_t i;
@@ -629,12 +605,12 @@ put_headers(struct obuf *o, const uint8_t *buf, const struct eg_hdr *hdr,
 		if (skip_host && ieq(buf + hdr[i].name_off, hdr[i].name_len,
 		    "host"))
 			continue;
-		ob_put(o, buf + hdr[i].name_off, hdr[i].name_len);
-		ob_puts(o, ": ");
-		ob_put(o, buf + hdr[i].value_off, hdr[i].value_len);
-		ob_puts(o, "\r\n");
+		eg_buf_add(o, buf + hdr[i].name_off, hdr[i].name_len);
+		eg_buf_str(o, ": ");
+		eg_buf_add(o, buf + hdr[i].value_off, hdr[i].value_len);
+		eg_buf_str(o, "\r\n");
 	}
-	ob_puts(o, keepalive ? "Connection: keep-alive\r\n\r\n" :
+	eg_buf_str(o, keepalive ? "Connection: keep-alive\r\n\r\n" :
 	    "Connection: close\r\n\r\n");
 }
 
@@ -642,49 +618,51 @@ ssize_t
 eg_req_origin_head(const uint8_t *buf, const struct eg_req *req,
     int keepalive, char *out, size_t cap)
 {
-	struct obuf o = { out, cap, 0, 0 };
+	struct eg_buf o;
 	char port[8];
 
-	ob_puts(&o, req->method);
-	ob_puts(&o, " ");
+	eg_buf_init(&o, out, cap);
+	eg_buf_str(&o, req->method);
+	eg_buf_str(&o, " ");
 	if (req->path_len == 0)
-		ob_puts(&o, "/");
+		eg_buf_str(&o, "/");
 	else
-		ob_put(&o, buf + req->path_off, req->path_len);
-	ob_puts(&o, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
+		eg_buf_add(&o, buf + req->path_off, req->path_len);
+	eg_buf_str(&o, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
 	/*
 	 * The URL decided, so the URL's authority is the Host (RFC 9112
 	 * section 3.2.2): the client's Host header, if any, is replaced.
 	 */
-	ob_puts(&o, "Host: ");
-	ob_put(&o, req->host.name, req->host.len);
+	eg_buf_str(&o, "Host: ");
+	eg_buf_add(&o, req->host.name, req->host.len);
 	if (req->port != 80) {
 		snprintf(port, sizeof(port), ":%u", (unsigned int)req->port);
-		ob_puts(&o, port);
+		eg_buf_str(&o, port);
 	}
-	ob_puts(&o, "\r\n");
+	eg_buf_str(&o, "\r\n");
 	put_headers(&o, buf, req->hdr, req->nhdr, 1, keepalive);
-	if (o.over || o.len > SSIZE_MAX)
+	if (eg_buf_failed(&o) || eg_buf_len(&o) > SSIZE_MAX)
 		return -1;
-	return (ssize_t)o.len;
+	return (ssize_t)eg_buf_len(&o);
 }
 
 ssize_t
 eg_resp_head(const uint8_t *buf, const struct eg_resp *resp, int keepalive,
     char *out, size_t cap)
 {
-	struct obuf o = { out, cap, 0, 0 };
+	struct eg_buf o;
 	size_t eol = 0;
 
+	eg_buf_init(&o, out, cap);
 	/* The status line is copied as received; it was validated. */
 	while (eol + 1 < resp->head_len && buf[eol] != '\r')
 		eol++;
-	ob_put(&o, buf, eol);
-	ob_puts(&o, "\r\n");
+	eg_buf_add(&o, buf, eol);
+	eg_buf_str(&o, "\r\n");
 	put_headers(&o, buf, resp->hdr, resp->nhdr, 0, keepalive);
-	if (o.over || o.len > SSIZE_MAX)
+	if (eg_buf_failed(&o) || eg_buf_len(&o) > SSIZE_MAX)
 		return -1;
-	return (ssize_t)o.len;
+	return (ssize_t)eg_buf_len(&o);
 }
 
 /* eg_chunk.state values. */
