@@ -26,7 +26,8 @@
  * Reading side: the bytes are eg_buf_data()/eg_buf_len(); eg_buf_consume()
  * drops bytes from the front (a partial send), and when everything is
  * consumed the buffer is empty again and appends start at the storage's
- * beginning.  Appends never move unconsumed bytes.
+ * beginning.  Appends never move unconsumed bytes.  A read(2) may fill
+ * the free storage directly (eg_buf_tail/space/commit).
  *
  * Not thread-safe: one owner at a time.
  */
@@ -114,6 +115,29 @@ size_t	eg_json_escape(unsigned char ch, char out[6]);
 
 /* Drop n (<= eg_buf_len()) bytes from the front. */
 void	eg_buf_consume(struct eg_buf *, size_t n);
+
+/*
+ * For a read(2)/recv(2) straight into the buffer: eg_buf_space() bytes of
+ * storage already there (no growth; 0 once failed) start at
+ * eg_buf_tail(); eg_buf_commit() then adds the n (<= space) written.
+ */
+static inline char *
+eg_buf_tail(const struct eg_buf *b)
+{
+	return b->p != NULL ? b->p + b->len : NULL;
+}
+
+static inline size_t
+eg_buf_space(const struct eg_buf *b)
+{
+	return b->err != EG_BUF_OK ? 0 : b->cap - b->len;
+}
+
+static inline void
+eg_buf_commit(struct eg_buf *b, size_t n)
+{
+	b->len += n <= eg_buf_space(b) ? n : eg_buf_space(b);
+}
 
 static inline char *
 eg_buf_data(const struct eg_buf *b)

@@ -80,6 +80,19 @@ test_consume(void)
 	ok(eg_buf_data(&b) == st, "... from its beginning");
 	eg_buf_consume(&b, 100);
 	is_int(eg_buf_len(&b), 0, "consume past the end empties");
+
+	/* a read straight into the free storage */
+	eg_buf_reset(&b);
+	eg_buf_add(&b, "ab", 2);
+	is_int(eg_buf_space(&b), 6, "space: the free storage after the data");
+	ok(eg_buf_tail(&b) == st + 2, "tail: right after the data");
+	memcpy(eg_buf_tail(&b), "cd", 2);
+	eg_buf_commit(&b, 2);
+	is_str(str(&b), "abcd", "commit adds what was written");
+	eg_buf_commit(&b, 100);
+	is_int(eg_buf_len(&b), 8, "commit never passes the storage");
+	eg_buf_add(&b, "x", 1);
+	is_int(eg_buf_space(&b), 0, "no space once failed");
 }
 
 static void
