@@ -2,7 +2,7 @@
  * conn.c: the lifecycle of one client connection, from the first byte of
  * its request head to the CLOSE line of its tunnel.  Every event (socket
  * readiness, timer, DNS answer) ends in conn_step(), which advances the
- * state machine until something would block; conn_set_state() is the only
+ * state machine until something would block; eg_conn_set_state() is the only
  * writer of c->state and arms the state's timer.  A verdict is written to
  * the audit log by conn_verdict() before any reply byte is queued.
  */
@@ -155,11 +155,11 @@ const char *const eg_end_name[] = {
 };
 
 static void	conn_step(struct eg_conn *);
-static void	conn_close(struct eg_conn *, enum eg_end);
+static void	eg_conn_close(struct eg_conn *, enum eg_end);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
 static void	conn_timeout(void *);
-static unsigned	conn_idle_ms(const struct eg_conn *);
+static unsigned	eg_conn_idle_ms(const struct eg_conn *);
 
 /* --- buffers -------------------------------------------------------------- */
 
@@ -226,10 +226,10 @@ head_put(struct eg_worker *w, struct head *h)
 	w->nheadpool++;
 }
 
-static int	pend_busy(const struct pend *);
+static int	eg_pend_busy(const struct pend *);
 
 static void
-pend_release(struct eg_conn *c, struct pend *p)
+eg_pend_release(struct eg_conn *c, struct pend *p)
 {
 	if (p->cap == TUNBUF)
 		buf_put(c->w, p->buf);
@@ -244,15 +244,15 @@ pend_release(struct eg_conn *c, struct pend *p)
  * bytes read with it may exceed TUNBUF; n is bounded by the caller).
  */
 static int
-pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
+eg_pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 {
 	uint8_t *b;
 
-	if (n <= TUNBUF || pend_busy(p))
+	if (n <= TUNBUF || eg_pend_busy(p))
 		return 0;
 	if ((b = eg_malloc(n)) == NULL)
 		return -1;
-	pend_release(c, p);
+	eg_pend_release(c, p);
 	p->buf = b;
 	p->cap = n;
 	return 0;
@@ -260,7 +260,7 @@ pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 
 /* Bytes are waiting for the peer (copied or in a pipe). */
 static int
-pend_busy(const struct pend *p)
+eg_pend_busy(const struct pend *p)
 {
 	return (p->buf != NULL && p->off < p->len) || p->plen > 0;
 }
@@ -289,7 +289,7 @@ pipe_get(struct eg_conn *c, struct pend *p)
 
 /* An empty pipe goes back to the pool; a non-empty one is closed. */
 static void
-pipe_put(struct eg_conn *c, struct pend *p)
+eg_pipe_put(struct eg_conn *c, struct pend *p)
 {
 	struct eg_worker *w = c->w;
 
@@ -309,7 +309,7 @@ pipe_put(struct eg_conn *c, struct pend *p)
 
 /* Queue bytes for the client (reply text, response heads). */
 static int
-pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
+eg_pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
 {
 	if (p->buf == NULL) {
 		if ((p->buf = buf_get(c->w)) == NULL)
@@ -328,7 +328,7 @@ pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
 /* Write what is pending on p to fd.  IO_OK when empty, IO_AGAIN, IO_DONE
  * on a write error (peer gone). */
 static enum eg_io_res
-pend_flush(struct eg_conn *c, struct pend *p, int fd)
+eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 {
 	ssize_t n;
 
@@ -343,14 +343,14 @@ pend_flush(struct eg_conn *c, struct pend *p, int fd)
 		}
 		p->off += (size_t)n;
 	}
-	pend_release(c, p);
+	eg_pend_release(c, p);
 	return IO_OK;
 }
 
 /* --- state ------------------------------------------------------------------ */
 
 static void
-conn_set_state(struct eg_conn *c, enum eg_cstate to)
+eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 {
 	struct eg_loop *loop = c->w->loop;
 
@@ -376,7 +376,7 @@ conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		 * that are already waiting as soon as interest is set */
 		c->c2u.rd = c->u2c.rd = 0;
 		c->last = eg_loop_now(loop);
-		eg_timer_arm(loop, &c->tmo, conn_idle_ms(c));
+		eg_timer_arm(loop, &c->tmo, eg_conn_idle_ms(c));
 		break;
 	case EG_CS_LINGER:
 		eg_timer_arm(loop, &c->tmo, LINGER_MS);
@@ -420,12 +420,12 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		if (pend_busy(&c->u2c))
+		if (eg_pend_busy(&c->u2c))
 			ce |= EPOLLOUT;
 		else if (!c->u_eof && c->uio.fd != -1 &&
 		    !(c->state == EG_CS_FORWARD && c->f->resp_done))
 			ue |= EPOLLIN | EPOLLRDHUP;
-		if (pend_busy(&c->c2u) && c->state != EG_CS_SNI)
+		if (eg_pend_busy(&c->c2u) && c->state != EG_CS_SNI)
 			ue |= EPOLLOUT;
 		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
 		    c->f->req_done))
@@ -493,14 +493,14 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	pend_release(c, &c->c2u);
-	if (pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+	eg_pend_release(c, &c->c2u);
+	if (eg_pend_append(c, &c->u2c, reply, (size_t)n) == -1)
 		/* no buffer (out of memory): say it at once, as far as
 		 * the socket takes it; the linger follows as usual */
 		(void)send(c->cio.fd, reply, (size_t)n,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
-	conn_set_state(c, EG_CS_REPLYING);
+	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
 /* BLOCK or FAIL: one audit line, then the reply. */
@@ -751,7 +751,7 @@ conn_do_head(struct eg_conn *c)
 				conn_bad(c, 400, "incomplete request head");
 				return IO_OK;
 			}
-			conn_close(c, EG_END_CLIENT_CLOSED);
+			eg_conn_close(c, EG_END_CLIENT_CLOSED);
 			return IO_DONE;
 		}
 		h->len += (size_t)n;
@@ -837,7 +837,7 @@ conn_decide(struct eg_conn *c)
 			break;
 		}
 		c->trusted = 0;
-		conn_set_state(c, EG_CS_RESOLVING);
+		eg_conn_set_state(c, EG_CS_RESOLVING);
 		c->dns_pending = 1;
 		c->dns_done = 0;
 		c->t_start = eg_clock_us();
@@ -846,7 +846,7 @@ conn_decide(struct eg_conn *c)
 	}
 	c->dns_done = 1;
 	c->dns_status = 0;
-	conn_set_state(c, EG_CS_RESOLVING);
+	eg_conn_set_state(c, EG_CS_RESOLVING);
 }
 
 static void
@@ -966,7 +966,7 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 }
 
-static void	conn_forward_begin(struct eg_conn *);
+static void	eg_forward_begin(struct eg_conn *);
 
 static enum eg_io_res
 conn_do_resolving(struct eg_conn *c)
@@ -1001,7 +1001,7 @@ conn_do_resolving(struct eg_conn *c)
 		conn_fail(c, EG_R_CONNECT_FAILED);
 		return IO_OK;
 	}
-	conn_set_state(c, EG_CS_CONNECTING);
+	eg_conn_set_state(c, EG_CS_CONNECTING);
 	return IO_AGAIN;
 }
 
@@ -1013,16 +1013,16 @@ conn_connected(struct eg_conn *c)
 	if (conn_allow(c) == -1)
 		return;
 	if (c->h->req.form == EG_REQ_ABSOLUTE) {
-		conn_forward_begin(c);
+		eg_forward_begin(c);
 		return;
 	}
-	if (pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
+	if (eg_pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
 		/* no buffer for the 200 (out of memory): the ALLOW is
 		 * written, so the CLOSE says end=error; no tunnel opens */
-		conn_close(c, EG_END_ERROR);
+		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
-	conn_set_state(c, EG_CS_REPLYING);
+	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
 /*
@@ -1091,7 +1091,7 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 			p->plen -= (size_t)n;
 		}
 		if (*src_eof || !p->rd || rounds++ == 4) {
-			pipe_put(c, p);
+			eg_pipe_put(c, p);
 			return IO_AGAIN;
 		}
 		if (pipe_get(c, p) == -1)
@@ -1102,17 +1102,17 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 				continue;
 			if (errno == EAGAIN) {
 				p->rd = 0;
-				pipe_put(c, p);
+				eg_pipe_put(c, p);
 				return IO_AGAIN;
 			}
-			pipe_put(c, p);
+			eg_pipe_put(c, p);
 			if (errno == EINVAL && *count == 0)
 				return IO_OK;
 			return IO_DONE;
 		}
 		if (n == 0) {
 			*src_eof = 1;
-			pipe_put(c, p);
+			eg_pipe_put(c, p);
 			return IO_AGAIN;
 		}
 		c->last = eg_loop_now(c->w->loop);
@@ -1144,7 +1144,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 	int rounds = 0;
 
 	if (p->buf != NULL && p->off < p->len) {
-		if (pend_flush(c, p, dst) == IO_DONE) {
+		if (eg_pend_flush(c, p, dst) == IO_DONE) {
 			c->end = dst_end;
 			return IO_DONE;
 		}
@@ -1206,7 +1206,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 			m = 0;
 		}
 		if (m < n) {
-			if (pend_append(c, p, s + m, (size_t)(n - m)) == -1) {
+			if (eg_pend_append(c, p, s + m, (size_t)(n - m)) == -1) {
 				c->end = EG_END_ERROR;
 				return IO_DONE;
 			}
@@ -1215,7 +1215,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 	}
 out:
 	/* pass the EOF on, unless dst ended too: then close() says it */
-	if (*src_eof && !dst_eof && !*dst_wshut && !pend_busy(p)) {
+	if (*src_eof && !dst_eof && !*dst_wshut && !eg_pend_busy(p)) {
 		shutdown(dst, SHUT_WR);
 		*dst_wshut = 1;
 	}
@@ -1224,7 +1224,7 @@ out:
 
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
 static unsigned
-conn_idle_ms(const struct eg_conn *c)
+eg_conn_idle_ms(const struct eg_conn *c)
 {
 	if (c->fin && c->cfg->fin_timeout_ms < c->cfg->idle_timeout_ms)
 		return c->cfg->fin_timeout_ms;
@@ -1249,11 +1249,11 @@ conn_half_open(struct eg_conn *c)
 		    EG_END_UPSTREAM_CLOSED;
 	c->last = eg_loop_now(c->w->loop);
 	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
-		eg_timer_arm(c->w->loop, &c->tmo, conn_idle_ms(c));
+		eg_timer_arm(c->w->loop, &c->tmo, eg_conn_idle_ms(c));
 }
 
 static enum eg_io_res
-conn_do_tunnel(struct eg_conn *c)
+eg_tunnel_do(struct eg_conn *c)
 {
 	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
 	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED,
@@ -1261,15 +1261,15 @@ conn_do_tunnel(struct eg_conn *c)
 	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
 	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
 	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		conn_close(c, c->end);
+		eg_conn_close(c, c->end);
 		return IO_DONE;
 	}
 	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
 		    EG_END_UPSTREAM_CLOSED;
-	if (c->c_eof && c->u_eof && !pend_busy(&c->c2u) &&
-	    !pend_busy(&c->u2c)) {
-		conn_close(c, c->end);
+	if (c->c_eof && c->u_eof && !eg_pend_busy(&c->c2u) &&
+	    !eg_pend_busy(&c->u2c)) {
+		eg_conn_close(c, c->end);
 		return IO_DONE;
 	}
 	conn_half_open(c);
@@ -1282,7 +1282,7 @@ conn_do_tunnel(struct eg_conn *c)
  * protocols where the server speaks first.
  */
 static enum eg_io_res
-conn_do_sni(struct eg_conn *c)
+eg_tunnel_do_sni(struct eg_conn *c)
 {
 	struct pend *p = &c->c2u;
 	enum eg_sni r;
@@ -1292,13 +1292,13 @@ conn_do_sni(struct eg_conn *c)
 	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
 	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
 	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		conn_close(c, c->end);
+		eg_conn_close(c, c->end);
 		return IO_DONE;
 	}
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
-	if (p->buf == NULL && pend_reserve(c, p, SNIBUF) == -1) {
-		conn_close(c, EG_END_ERROR);
+	if (p->buf == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
 		return IO_DONE;
 	}
 	for (;;) {
@@ -1324,13 +1324,13 @@ conn_do_sni(struct eg_conn *c)
 			 * client).
 			 */
 			c->c_eof = 1;
-			conn_set_state(c, EG_CS_TUNNEL);
+			eg_conn_set_state(c, EG_CS_TUNNEL);
 			return IO_OK;
 		}
 		if (n <= 0) {
 			/* gone in the middle of a hello (or reset): nothing
 			 * was forwarded */
-			conn_close(c, EG_END_CLIENT_CLOSED);
+			eg_conn_close(c, EG_END_CLIENT_CLOSED);
 			return IO_DONE;
 		}
 		c->last = eg_loop_now(c->w->loop);
@@ -1341,19 +1341,19 @@ conn_do_sni(struct eg_conn *c)
 	}
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
 	    c->host.name, c->host.len)) {
-		conn_close(c, EG_END_SNI_MISMATCH);
+		eg_conn_close(c, EG_END_SNI_MISMATCH);
 		return IO_DONE;
 	}
 	if (r == EG_SNI_BAD || r == EG_SNI_AGAIN) {
 		c->sni[0] = '\0';
-		conn_close(c, EG_END_ERROR);
+		eg_conn_close(c, EG_END_ERROR);
 		return IO_DONE;
 	}
 	/* the held bytes become the pending upstream data; the hold buffer
 	 * (SNIBUF or more) is freed, not pooled, once flushed */
 	c->sni[0] = '\0';
 	c->up += p->len;
-	conn_set_state(c, EG_CS_TUNNEL);
+	eg_conn_set_state(c, EG_CS_TUNNEL);
 	return IO_OK;
 }
 
@@ -1363,16 +1363,16 @@ conn_do_replying(struct eg_conn *c)
 	enum eg_io_res r;
 	size_t extra, cap;
 
-	r = pend_flush(c, &c->u2c, c->cio.fd);
+	r = eg_pend_flush(c, &c->u2c, c->cio.fd);
 	if (r == IO_AGAIN)
 		return IO_AGAIN;
 	if (r == IO_DONE) {
-		conn_close(c, EG_END_CLIENT_CLOSED);
+		eg_conn_close(c, EG_END_CLIENT_CLOSED);
 		return IO_DONE;
 	}
 	if (c->close_after) {
 		shutdown(c->cio.fd, SHUT_WR);
-		conn_set_state(c, EG_CS_LINGER);
+		eg_conn_set_state(c, EG_CS_LINGER);
 		return IO_AGAIN;
 	}
 	/*
@@ -1384,10 +1384,10 @@ conn_do_replying(struct eg_conn *c)
 	extra = c->h->len - c->h->req.head_len;
 	if (extra > 0) {
 		cap = c->cfg->sni_check ? SNIBUF : TUNBUF;
-		if (pend_reserve(c, &c->c2u, extra > cap ? extra : cap) ==
-		    -1 || pend_append(c, &c->c2u, c->h->buf +
+		if (eg_pend_reserve(c, &c->c2u, extra > cap ? extra : cap) ==
+		    -1 || eg_pend_append(c, &c->c2u, c->h->buf +
 		    c->h->req.head_len, extra) == -1) {
-			conn_close(c, EG_END_ERROR);
+			eg_conn_close(c, EG_END_ERROR);
 			return IO_DONE;
 		}
 		if (!c->cfg->sni_check)
@@ -1397,12 +1397,12 @@ conn_do_replying(struct eg_conn *c)
 	head_put(c->w, c->h);
 	c->h = NULL;
 	if (c->cfg->sni_check) {
-		conn_set_state(c, EG_CS_SNI);
+		eg_conn_set_state(c, EG_CS_SNI);
 		if (extra > 0)
 			eg_timer_arm(c->w->loop, &c->tmo,
 			    c->cfg->header_timeout_ms);
 	} else
-		conn_set_state(c, EG_CS_TUNNEL);
+		eg_conn_set_state(c, EG_CS_TUNNEL);
 	return IO_OK;
 }
 
@@ -1419,7 +1419,7 @@ conn_do_linger(struct eg_conn *c)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return IO_AGAIN;
-		conn_close(c, EG_END_NONE);
+		eg_conn_close(c, EG_END_NONE);
 		return IO_DONE;
 	}
 }
@@ -1427,7 +1427,7 @@ conn_do_linger(struct eg_conn *c)
 /* --- plain HTTP ------------------------------------------------------------ */
 
 static void
-conn_forward_begin(struct eg_conn *c)
+eg_forward_begin(struct eg_conn *c)
 {
 	struct head *h = c->h;
 	struct eg_req *q = &h->req;
@@ -1439,7 +1439,7 @@ conn_forward_begin(struct eg_conn *c)
 
 	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
 	if (f == NULL) {
-		conn_close(c, EG_END_ERROR);
+		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
 	c->f = f;
@@ -1450,9 +1450,9 @@ conn_forward_begin(struct eg_conn *c)
 	/* body bytes already read with the head; with the rewritten head
 	 * they may exceed TUNBUF (at most max_header_bytes + the rewrite) */
 	extra = h->len - q->head_len;
-	if (n < 0 || pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
-	    pend_append(c, &c->c2u, out, (size_t)n) == -1) {
-		conn_close(c, EG_END_ERROR);
+	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
+	    eg_pend_append(c, &c->c2u, out, (size_t)n) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
 	if (q->chunked) {
@@ -1468,7 +1468,7 @@ conn_forward_begin(struct eg_conn *c)
 			ssize_t k = eg_chunk_feed(&f->req_chunk,
 			    h->buf + q->head_len, extra, &done);
 			if (k < 0) {
-				conn_close(c, EG_END_ERROR);
+				eg_conn_close(c, EG_END_ERROR);
 				return;
 			}
 			body = k;
@@ -1478,9 +1478,9 @@ conn_forward_begin(struct eg_conn *c)
 			    f->req_left;
 			f->req_left -= body;
 		}
-		if (pend_append(c, &c->c2u, h->buf + q->head_len,
+		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
 		    (size_t)body) == -1) {
-			conn_close(c, EG_END_ERROR);
+			eg_conn_close(c, EG_END_ERROR);
 			return;
 		}
 		c->up += (uint64_t)body;
@@ -1492,7 +1492,7 @@ conn_forward_begin(struct eg_conn *c)
 	    extra - (size_t)body);
 	h->len = extra - (size_t)body;
 	h->scan = 0;
-	conn_set_state(c, EG_CS_FORWARD);
+	eg_conn_set_state(c, EG_CS_FORWARD);
 }
 
 /* Relay the request body: bounded by Content-Length or chunk framing. */
@@ -1505,7 +1505,7 @@ fwd_request(struct eg_conn *c)
 	int done = 0;
 
 	if (c->c2u.buf != NULL) {
-		if (pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
+		if (eg_pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
 			return IO_DONE;
 		if (c->c2u.buf != NULL)
 			return IO_AGAIN;
@@ -1546,8 +1546,8 @@ fwd_request(struct eg_conn *c)
 				f->req_done = 1;
 		}
 		c->up += (uint64_t)n;
-		if (pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
+		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
+		    eg_pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
 			return IO_DONE;
 		if (c->c2u.buf != NULL)
 			return IO_AGAIN;
@@ -1568,7 +1568,7 @@ fwd_response(struct eg_conn *c)
 	int done = 0, ka;
 
 	if (c->u2c.buf != NULL) {
-		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
 			c->end = EG_END_CLIENT_CLOSED;
 			return IO_DONE;
 		}
@@ -1611,12 +1611,12 @@ fwd_response(struct eg_conn *c)
 			 * sent Expect, 103 Early Hints): passed on as it came,
 			 * then the next head is read.
 			 */
-			if (pend_reserve(c, &c->u2c, hl) == -1 ||
-			    pend_append(c, &c->u2c, f->rbuf, hl) == -1)
+			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
+			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
 				return IO_DONE;
 			f->rlen -= hl;
 			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
 				c->end = EG_END_CLIENT_CLOSED;
 				return IO_DONE;
 			}
@@ -1639,8 +1639,8 @@ fwd_response(struct eg_conn *c)
 		ka = f->keepalive;
 		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
 		    sizeof(c->w->scratch));
-		if (k < 0 || pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
-		    pend_append(c, &c->u2c, out, (size_t)k) == -1)
+		if (k < 0 || eg_pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
+		    eg_pend_append(c, &c->u2c, out, (size_t)k) == -1)
 			return IO_DONE;
 		extra = f->rlen - hl;
 		if (extra > 0) {
@@ -1656,7 +1656,7 @@ fwd_response(struct eg_conn *c)
 		/* the rewritten head (or earlier body) must go out first:
 		 * u2c holds at most TUNBUF */
 		if (c->u2c.buf != NULL) {
-			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
 				c->end = EG_END_CLIENT_CLOSED;
 				return IO_DONE;
 			}
@@ -1707,9 +1707,9 @@ fwd_response(struct eg_conn *c)
 			f->resp_left -= n;
 		}
 		c->down += (uint64_t)n;
-		if (pend_append(c, &c->u2c, p, (size_t)n) == -1)
+		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return IO_DONE;
-		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
 			c->end = EG_END_CLIENT_CLOSED;
 			return IO_DONE;
 		}
@@ -1719,28 +1719,28 @@ fwd_response(struct eg_conn *c)
 	return IO_AGAIN;
 }
 
-static void	conn_reset_for_next(struct eg_conn *);
+static void	eg_conn_reset_for_next(struct eg_conn *);
 
 static enum eg_io_res
-conn_do_forward(struct eg_conn *c)
+eg_forward_do(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
 
 	if (fwd_request(c) == IO_DONE) {
-		conn_close(c, c->c_eof ? EG_END_CLIENT_CLOSED : EG_END_ERROR);
+		eg_conn_close(c, c->c_eof ? EG_END_CLIENT_CLOSED : EG_END_ERROR);
 		return IO_DONE;
 	}
 	if (fwd_response(c) == IO_DONE) {
-		conn_close(c, c->end ? c->end : EG_END_ERROR);
+		eg_conn_close(c, c->end ? c->end : EG_END_ERROR);
 		return IO_DONE;
 	}
 	if (!f->resp_done || c->u2c.buf != NULL)
 		return IO_AGAIN;
 	if (!f->req_done || !f->keepalive) {
-		conn_close(c, EG_END_DONE);
+		eg_conn_close(c, EG_END_DONE);
 		return IO_DONE;
 	}
-	conn_reset_for_next(c);
+	eg_conn_reset_for_next(c);
 	return c->state == EG_CS_HEAD ? IO_OK : IO_DONE;
 }
 
@@ -1766,7 +1766,7 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 /* After a plain-HTTP response: close the upstream, log CLOSE, and read
  * the next request on the same client connection. */
 static void
-conn_reset_for_next(struct eg_conn *c)
+eg_conn_reset_for_next(struct eg_conn *c)
 {
 	conn_emit_close(c, EG_END_DONE);
 	eg_io_forget(c->w->loop, &c->uio);
@@ -1774,8 +1774,8 @@ conn_reset_for_next(struct eg_conn *c)
 	c->uio.fd = -1;
 	eg_free(c->f);
 	c->f = NULL;
-	pend_release(c, &c->c2u);
-	pend_release(c, &c->u2c);
+	eg_pend_release(c, &c->c2u);
+	eg_pend_release(c, &c->u2c);
 	c->up = c->down = 0;
 	c->u_eof = c->u_wshut = 0;
 	c->decided = 0;
@@ -1783,11 +1783,11 @@ conn_reset_for_next(struct eg_conn *c)
 	c->method = NULL;
 	c->kept = 1;
 	c->id = __atomic_add_fetch(&c->ex->next_id, 1, __ATOMIC_RELAXED);
-	conn_set_state(c, EG_CS_HEAD);
+	eg_conn_set_state(c, EG_CS_HEAD);
 }
 
 static void
-conn_close(struct eg_conn *c, enum eg_end end)
+eg_conn_close(struct eg_conn *c, enum eg_end end)
 {
 	struct eg_worker *w = c->w;
 
@@ -1845,10 +1845,10 @@ conn_free(struct eg_conn *c)
 {
 	struct eg_worker *w = c->w;
 
-	pend_release(c, &c->c2u);
-	pend_release(c, &c->u2c);
-	pipe_put(c, &c->c2u);
-	pipe_put(c, &c->u2c);
+	eg_pend_release(c, &c->c2u);
+	eg_pend_release(c, &c->u2c);
+	eg_pipe_put(c, &c->c2u);
+	eg_pipe_put(c, &c->u2c);
 	head_put(w, c->h);
 	eg_free(c->f);
 	eg_cfg_unref(c->cfg);
@@ -1907,9 +1907,9 @@ conn_step(struct eg_conn *c)
 		case EG_CS_RESOLVING:	r = conn_do_resolving(c);	break;
 		case EG_CS_CONNECTING:	r = IO_AGAIN;			break;
 		case EG_CS_REPLYING:	r = conn_do_replying(c);	break;
-		case EG_CS_SNI:		r = conn_do_sni(c);		break;
-		case EG_CS_TUNNEL:	r = conn_do_tunnel(c);		break;
-		case EG_CS_FORWARD:	r = conn_do_forward(c);		break;
+		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
+		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
+		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
 		case EG_CS_DEAD:	r = IO_DONE;			break;
 		}
@@ -1964,7 +1964,7 @@ conn_timeout(void *arg)
 	case EG_CS_HEAD:
 		if (c->kept && c->h->len == 0) {
 			/* an idle kept-alive client: not a request */
-			conn_close(c, EG_END_NONE);
+			eg_conn_close(c, EG_END_NONE);
 			return;
 		}
 		conn_raw_target(c);
@@ -1977,13 +1977,13 @@ conn_timeout(void *arg)
 		if (c->c2u.len > 0) {
 			/* a ClientHello started but did not finish within
 			 * header_timeout: a stalling client, not an idle one */
-			conn_close(c, EG_END_ERROR);
+			eg_conn_close(c, EG_END_ERROR);
 			return;
 		}
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		idle = conn_idle_ms(c);
+		idle = eg_conn_idle_ms(c);
 		/* half-open, and fin_timeout is what ran out */
 		fin = c->fin && c->cfg->fin_timeout_ms <= idle;
 		if (now - c->last < idle) {
@@ -1991,10 +1991,10 @@ conn_timeout(void *arg)
 			    idle - (now - c->last));
 			return;
 		}
-		conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
+		eg_conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
 		return;
 	case EG_CS_LINGER:
-		conn_close(c, EG_END_NONE);
+		eg_conn_close(c, EG_END_NONE);
 		return;
 	default:
 		return;
@@ -2086,7 +2086,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->w = w;
 	c->ex = ex;
 	c->sess = ls->sess;
-	c->state = EG_CS_DEAD;		/* conn_set_state below arms HEAD */
+	c->state = EG_CS_DEAD;		/* eg_conn_set_state below arms HEAD */
 	c->id = __atomic_add_fetch(&ex->next_id, 1, __ATOMIC_RELAXED);
 	eg_io_init(&c->cio, fd, conn_cio, c);
 	eg_io_init(&c->uio, -1, conn_uio, c);
@@ -2109,7 +2109,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
 		/* refused before any decision (c->state is still DEAD, so
-		 * conn_close() would not even unlink it) */
+		 * eg_conn_close() would not even unlink it) */
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
 		    "egressd: out of memory");
 		conn_step(c);
@@ -2176,7 +2176,7 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;
-		conn_close(c, why);
+		eg_conn_close(c, why);
 		n++;
 	}
 	return n;
@@ -2195,8 +2195,8 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 			    "reached: egressd is shutting down",
 			    c->host.name, c->port);
 			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
-			pend_flush(c, &c->u2c, c->cio.fd);
+			eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
-		conn_close(c, why);
+		eg_conn_close(c, why);
 	}
 }
