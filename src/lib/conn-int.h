@@ -24,6 +24,7 @@
 #define SNIBUF		EG_SNI_BUF_MAX
 
 enum eg_cstate {
+	EG_CS_NEW,		/* accepted, not set up yet (a zeroed conn) */
 	EG_CS_HEAD,		/* reading the request head; header_timeout */
 	EG_CS_RESOLVING,	/* waiting for DNS; no fd interest */
 	EG_CS_CONNECTING,	/* connect() in flight; connect_timeout */
@@ -105,6 +106,7 @@ struct eg_conn {
 	int			 trusted;	/* addresses the operator wrote */
 	char			 addr[INET6_ADDRSTRLEN];
 	int			 dns_pending, dns_done, in_step;
+	uint32_t		 uev;		/* upstream events for CONNECTING */
 	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */
 	int			 dns_status;
 	char			 dns_reason[64];
@@ -123,7 +125,13 @@ struct eg_conn {
 };
 
 /* conn.c */
-/* The only writer of c->state; arms the state's timer. */
+/*
+ * The only writer of c->state, and the only place that arms or stops the
+ * connection's timer.  A change of state runs the new state's entry
+ * actions; with to == c->state it only re-arms the state's timer, after
+ * what it depends on moved (the first byte of a ClientHello, the first
+ * EOF of a tunnel, activity since the last expiry).
+ */
 void	eg_conn_set_state(struct eg_conn *, enum eg_cstate);
 /* CLOSE line if owed, close both sockets, unlink; freed after the batch. */
 void	eg_conn_close(struct eg_conn *, enum eg_end);

@@ -100,30 +100,53 @@ void
 eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 {
 	struct eg_loop *loop = c->w->loop;
+	uint64_t idle, el;
 
-	if (c->state == to)
-		return;
-	c->state = to;
-	switch (to) {
+	if (c->state != to) {
+		c->state = to;
+		switch (to) {
+		case EG_CS_CONNECTING:
+			c->uev = 0;
+			c->c2u.rd = 0;	/* see conn_interest() */
+			break;
+		case EG_CS_RESOLVING:
+			c->c2u.rd = 0;
+			break;
+		case EG_CS_SNI:
+		case EG_CS_TUNNEL:
+		case EG_CS_FORWARD:
+			/* no probing read: level-triggered epoll reports
+			 * bytes that are already waiting as soon as interest
+			 * is set */
+			c->c2u.rd = c->u2c.rd = 0;
+			c->last = eg_loop_now(loop);
+			break;
+		default:
+			break;
+		}
+	}
+	switch (c->state) {
 	case EG_CS_HEAD:
 		eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
 		break;
 	case EG_CS_CONNECTING:
-		c->c2u.rd = 0;	/* see conn_interest() */
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
 		break;
-	case EG_CS_RESOLVING:
-		c->c2u.rd = 0;
-		eg_timer_stop(loop, &c->tmo);
-		break;
 	case EG_CS_SNI:
+		if (c->c2u.len > 0) {
+			/* a ClientHello has begun: it must be complete in
+			 * time, counted from its first byte */
+			eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
+			break;
+		}
+		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		/* no probing read: level-triggered epoll reports bytes
-		 * that are already waiting as soon as interest is set */
-		c->c2u.rd = c->u2c.rd = 0;
-		c->last = eg_loop_now(loop);
-		eg_timer_arm(loop, &c->tmo, eg_conn_idle_ms(c));
+		/* what is left of the idle (or fin) timeout since the last
+		 * activity: all of it on entry */
+		idle = eg_conn_idle_ms(c);
+		el = eg_loop_now(loop) - c->last;
+		eg_timer_arm(loop, &c->tmo, el < idle ? idle - el : 0);
 		break;
 	case EG_CS_LINGER:
 		eg_timer_arm(loop, &c->tmo, LINGER_MS);
@@ -146,6 +169,7 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_LINGER:
 		ce = EPOLLIN | EPOLLRDHUP;
 		break;
+	case EG_CS_NEW:
 	case EG_CS_DEAD:
 		break;
 	case EG_CS_RESOLVING:
@@ -771,16 +795,19 @@ conn_connected(struct eg_conn *c)
 }
 
 /*
- * Called on readiness of the upstream socket while connecting.  Writable
- * without an error or hang-up means connected (no SO_ERROR query needed);
- * otherwise SO_ERROR says why.
+ * CONNECTING: the upstream socket's readiness (c->uev, set by conn_uio(),
+ * taken here so that a later connect never sees it).  Writable without an
+ * error or hang-up means connected (no SO_ERROR query needed); otherwise
+ * SO_ERROR says why.  Client events and timers find nothing to do.
  */
 static enum eg_io_res
-conn_do_connecting(struct eg_conn *c, uint32_t events)
+conn_do_connecting(struct eg_conn *c)
 {
+	uint32_t events = c->uev;
 	int err = 0;
 	socklen_t len = sizeof(err);
 
+	c->uev = 0;
 	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0)
 		return IO_AGAIN;
 	if ((events & (EPOLLERR | EPOLLHUP)) != 0 &&
@@ -851,13 +878,8 @@ conn_do_replying(struct eg_conn *c)
 	c->method = "CONNECT";	/* c->h->req.method goes with c->h */
 	head_put(c->w, c->h);
 	c->h = NULL;
-	if (c->cfg->sni_check) {
-		eg_conn_set_state(c, EG_CS_SNI);
-		if (extra > 0)
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    c->cfg->header_timeout_ms);
-	} else
-		eg_conn_set_state(c, EG_CS_TUNNEL);
+	/* with held bytes, SNI's timer is header_timeout from the start */
+	eg_conn_set_state(c, c->cfg->sni_check ? EG_CS_SNI : EG_CS_TUNNEL);
 	return IO_OK;
 }
 
@@ -930,7 +952,7 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 		return;
 	if (c->allowed)
 		conn_emit_close(c, end);
-	eg_timer_stop(w->loop, &c->tmo);
+	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
 	if (c->tres)
 		eg_timer_unreserve(w->loop, 1);
 	c->tres = 0;
@@ -944,7 +966,6 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	c->state = EG_CS_DEAD;
 	/* unlink from the live list; free after the batch */
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -1040,12 +1061,13 @@ conn_step(struct eg_conn *c)
 		switch (c->state) {
 		case EG_CS_HEAD:	r = conn_do_head(c);		break;
 		case EG_CS_RESOLVING:	r = conn_do_resolving(c);	break;
-		case EG_CS_CONNECTING:	r = IO_AGAIN;			break;
+		case EG_CS_CONNECTING:	r = conn_do_connecting(c);	break;
 		case EG_CS_REPLYING:	r = conn_do_replying(c);	break;
 		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
 		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
 		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
+		case EG_CS_NEW:
 		case EG_CS_DEAD:	r = IO_DONE;			break;
 		}
 	}
@@ -1075,16 +1097,7 @@ conn_uio(void *arg, uint32_t events)
 		c->u2c.rd = 1;
 	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
 		c->u2c.hup = 1;
-	if (c->state == EG_CS_CONNECTING) {
-		c->in_step = 1;
-		if (conn_do_connecting(c, events) == IO_AGAIN) {
-			c->in_step = 0;
-			if (c->state != EG_CS_DEAD)
-				conn_interest(c);
-			return;
-		}
-		c->in_step = 0;
-	}
+	c->uev = events;	/* for CONNECTING; cleared on its entry */
 	conn_step(c);
 }
 
@@ -1122,8 +1135,8 @@ conn_timeout(void *arg)
 		/* half-open, and fin_timeout is what ran out */
 		fin = c->fin && c->cfg->fin_timeout_ms <= idle;
 		if (now - c->last < idle) {
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    idle - (now - c->last));
+			/* active since: re-armed for what is left */
+			eg_conn_set_state(c, c->state);
 			return;
 		}
 		eg_conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
@@ -1221,7 +1234,6 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->w = w;
 	c->ex = ex;
 	c->sess = ls->sess;
-	c->state = EG_CS_DEAD;		/* eg_conn_set_state below arms HEAD */
 	c->id = __atomic_add_fetch(&ex->next_id, 1, __ATOMIC_RELAXED);
 	eg_io_init(&c->cio, fd, conn_cio, c);
 	eg_io_init(&c->uio, -1, conn_uio, c);
@@ -1243,15 +1255,14 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
 	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
-		/* refused before any decision (c->state is still DEAD, so
-		 * eg_conn_close() would not even unlink it) */
+		/* refused before any decision (from EG_CS_NEW: no
+		 * header_timeout was armed) */
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
 		    "egressd: out of memory");
 		conn_step(c);
 		return;
 	}
-	c->state = EG_CS_HEAD;
-	eg_timer_arm(w->loop, &c->tmo, c->cfg->header_timeout_ms);
+	eg_conn_set_state(c, EG_CS_HEAD);
 	/*
 	 * Each connection needs a second descriptor for its upstream (and a
 	 * pipe pair while splicing): refuse cleanly while there is room to

@@ -349,7 +349,7 @@ conn_half_open(struct eg_conn *c)
 		    EG_END_UPSTREAM_CLOSED;
 	c->last = eg_loop_now(c->w->loop);
 	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
-		eg_timer_arm(c->w->loop, &c->tmo, eg_conn_idle_ms(c));
+		eg_conn_set_state(c, c->state);	/* re-arms: fin_timeout */
 }
 
 enum eg_io_res
@@ -434,10 +434,9 @@ eg_tunnel_do_sni(struct eg_conn *c)
 			return IO_DONE;
 		}
 		c->last = eg_loop_now(c->w->loop);
-		if (p->len == 0)	/* a hello must be complete in time */
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    c->cfg->header_timeout_ms);
 		p->len += (size_t)n;
+		if (p->len == (size_t)n)	/* the first byte of a hello: */
+			eg_conn_set_state(c, EG_CS_SNI);	/* header_timeout */
 	}
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
 	    c->host.name, c->host.len)) {
