@@ -281,6 +281,8 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 {
 	struct egress_event ev;
 
+	if (c->decided)
+		EG_BUG(c->ex, "a second verdict on one connection");
 	conn_event(c, &ev, t);
 	ev.reason = eg_reason_name[r];
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -400,6 +402,8 @@ conn_allow(struct eg_conn *c)
 	const char *phase;
 	char body[EG_HOST_MAX + 64];
 
+	if (c->decided)
+		EG_BUG(c->ex, "a second verdict on one connection");
 	pthread_rwlock_rdlock(&c->ex->lock);
 	if (c->gen != c->sess->gen) {
 		conn_adopt_cfg(c);
@@ -909,6 +913,8 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 	struct egress_event ev;
 	int64_t now = eg_wall_ms();
 
+	if (!c->allowed)
+		EG_BUG(c->ex, "a CLOSE line without its ALLOW");
 	conn_event(c, &ev, EGRESS_EV_CLOSE);
 	ev.up = c->up;
 	ev.down = c->down;
