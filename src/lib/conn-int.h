@@ -36,7 +36,22 @@ enum eg_cstate {
 	EG_CS_DEAD		/* unlinked; on the worker's dead list */
 };
 
-enum eg_io_res { IO_OK, IO_AGAIN, IO_DONE };
+/*
+ * What an I/O step came to.  A state handler returns OK (it changed the
+ * state: step again), AGAIN (it would block: wait for the next event) or
+ * CLOSED (it closed the connection: stop).  A transfer (the pump, the
+ * forwarder's halves) returns AGAIN, or EOF (its source ended where it
+ * must not) or ERR (a socket failed, or a peer broke the framing) with
+ * the end the CLOSE line gives, in a struct eg_io_res.
+ */
+enum eg_io_st { EG_IO_OK, EG_IO_AGAIN, EG_IO_EOF, EG_IO_ERR, EG_IO_CLOSED };
+
+struct eg_io_res {
+	enum eg_io_st	 st;
+	enum eg_end	 end;		/* EOF, ERR: why the connection ends */
+};
+
+#define EG_IO_RES(st, end)	((struct eg_io_res){ (st), (end) })
 
 struct pend {				/* bytes read but not yet written */
 	uint8_t		*buf;		/* copied bytes, from the pool */
@@ -120,7 +135,7 @@ struct eg_conn {
 	int			 decided;	/* a verdict was written */
 	int			 close_after;	/* close once u2c is flushed */
 	int			 nosplice;	/* copy, do not splice */
-	enum eg_end		 end;
+	enum eg_end		 end;		/* tunnel: the side that ended first */
 	char			 sni[256];
 };
 
@@ -146,12 +161,12 @@ void	eg_pend_release(struct eg_conn *, struct pend *);
 int	eg_pend_reserve(struct eg_conn *, struct pend *, size_t);
 void	eg_pipe_put(struct eg_conn *, struct pend *);
 int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
-enum eg_io_res eg_pend_flush(struct eg_conn *, struct pend *, int);
-enum eg_io_res eg_tunnel_do(struct eg_conn *);
-enum eg_io_res eg_tunnel_do_sni(struct eg_conn *);
+enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
+enum eg_io_st eg_tunnel_do(struct eg_conn *);
+enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
 
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);
-enum eg_io_res eg_forward_do(struct eg_conn *);
+enum eg_io_st eg_forward_do(struct eg_conn *);
 
 #endif

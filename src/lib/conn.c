@@ -484,7 +484,7 @@ conn_bad_target(struct eg_conn *c)
 
 static void	conn_decide(struct eg_conn *);
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_head(struct eg_conn *c)
 {
 	struct head *h = c->h;
@@ -501,20 +501,20 @@ conn_do_head(struct eg_conn *c)
 			if (r == EG_PARSE_BAD) {
 				conn_raw_target(c);
 				conn_bad(c, 400, "malformed request head");
-				return IO_OK;
+				return EG_IO_OK;
 			}
 		}
 		if (h->len == cap) {
 			conn_raw_target(c);
 			conn_bad(c, 431, "request headers too large");
-			return IO_OK;
+			return EG_IO_OK;
 		}
 		n = recv(c->cio.fd, h->buf + h->len, cap - h->len, 0);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return IO_AGAIN;
+				return EG_IO_AGAIN;
 			n = 0;
 		}
 		if (n == 0) {
@@ -524,10 +524,10 @@ conn_do_head(struct eg_conn *c)
 			if (h->len > 0) {
 				conn_raw_target(c);
 				conn_bad(c, 400, "incomplete request head");
-				return IO_OK;
+				return EG_IO_OK;
 			}
 			eg_conn_close(c, EG_END_CLIENT_CLOSED);
-			return IO_DONE;
+			return EG_IO_CLOSED;
 		}
 		h->len += (size_t)n;
 	}
@@ -536,12 +536,12 @@ conn_do_head(struct eg_conn *c)
 	if (r == EG_PARSE_TOOBIG) {
 		conn_bad_target(c);
 		conn_bad(c, 431, "too many request headers");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	if (r != EG_PARSE_OK) {
 		conn_bad_target(c);
 		conn_bad(c, 400, why ? why : "malformed request");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
@@ -549,11 +549,11 @@ conn_do_head(struct eg_conn *c)
 	c->port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
 		conn_bad(c, 400, "plain HTTP forwarding is disabled");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	c->kept = 0;
 	conn_decide(c);
-	return IO_OK;
+	return EG_IO_OK;
 }
 
 /* --- decision, resolution, connection ------------------------------------ */
@@ -674,7 +674,7 @@ conn_is_loop(void *arg, const struct sockaddr *sa)
 }
 
 /* Start a non-blocking connect to the next candidate. */
-static enum eg_io_res
+static enum eg_io_st
 conn_connect_next(struct eg_conn *c)
 {
 	struct head *h = c->h;
@@ -696,9 +696,9 @@ conn_connect_next(struct eg_conn *c)
 		}
 		eg_io_set_fd(&c->uio, fd);
 		c->u2c.rd = c->u2c.hup = 0;
-		return IO_OK;
+		return EG_IO_OK;
 	}
-	return IO_DONE;
+	return EG_IO_ERR;		/* no candidate left */
 }
 
 static void
@@ -741,17 +741,17 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 }
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_resolving(struct eg_conn *c)
 {
 	struct eg_ownaddr *own;
 	enum eg_select sel;
 
 	if (!c->dns_done)
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	if (c->dns_status != 0) {
 		conn_fail(c, EG_R_DNS_FAILURE);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	/* the worker's snapshot of our own addresses, held for the check */
 	own = eg_ownaddr_ref(c->w->own);
@@ -764,18 +764,18 @@ conn_do_resolving(struct eg_conn *c)
 		break;
 	case EG_SELECT_LOOP:
 		conn_fail(c, EG_R_LOOP);
-		return IO_OK;
+		return EG_IO_OK;
 	case EG_SELECT_PRIVATE:
 		conn_fail(c, EG_R_PRIVATE_ADDRESS);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	c->t_start = eg_clock_us();
-	if (conn_connect_next(c) != IO_OK) {
+	if (conn_connect_next(c) != EG_IO_OK) {
 		conn_fail(c, EG_R_CONNECT_FAILED);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	eg_conn_set_state(c, EG_CS_CONNECTING);
-	return IO_AGAIN;
+	return EG_IO_AGAIN;
 }
 
 static void
@@ -804,7 +804,7 @@ conn_connected(struct eg_conn *c)
  * error or hang-up means connected (no SO_ERROR query needed); otherwise
  * SO_ERROR says why.  Client events and timers find nothing to do.
  */
-static enum eg_io_res
+static enum eg_io_st
 conn_do_connecting(struct eg_conn *c)
 {
 	uint32_t events = c->uev;
@@ -813,7 +813,7 @@ conn_do_connecting(struct eg_conn *c)
 
 	c->uev = 0;
 	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0)
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	if ((events & (EPOLLERR | EPOLLHUP)) != 0 &&
 	    getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
@@ -823,15 +823,15 @@ conn_do_connecting(struct eg_conn *c)
 		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
 		    eg_clock_us() - c->t_start);
 		conn_connected(c);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
-	if (conn_connect_next(c) == IO_OK)
-		return IO_AGAIN;	/* same state; timer keeps running */
+	if (conn_connect_next(c) == EG_IO_OK)
+		return EG_IO_AGAIN;	/* same state; timer keeps running */
 	conn_fail(c, EG_R_CONNECT_FAILED);
-	return IO_OK;
+	return EG_IO_OK;
 }
 
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
@@ -843,23 +843,23 @@ eg_conn_idle_ms(const struct eg_conn *c)
 	return c->cfg->idle_timeout_ms;
 }
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_replying(struct eg_conn *c)
 {
-	enum eg_io_res r;
+	enum eg_io_st r;
 	size_t extra, cap;
 
 	r = eg_pend_flush(c, &c->u2c, c->cio.fd);
-	if (r == IO_AGAIN)
-		return IO_AGAIN;
-	if (r == IO_DONE) {
+	if (r == EG_IO_AGAIN)
+		return EG_IO_AGAIN;
+	if (r == EG_IO_ERR) {
 		eg_conn_close(c, EG_END_CLIENT_CLOSED);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	if (c->close_after) {
 		shutdown(c->cio.fd, SHUT_WR);
 		eg_conn_set_state(c, EG_CS_LINGER);
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	}
 	/*
 	 * The 200 is out: the tunnel opens and the head buffer goes away
@@ -874,7 +874,7 @@ conn_do_replying(struct eg_conn *c)
 		    -1 || eg_pend_append(c, &c->c2u, c->h->buf +
 		    c->h->req.head_len, extra) == -1) {
 			eg_conn_close(c, EG_END_ERROR);
-			return IO_DONE;
+			return EG_IO_CLOSED;
 		}
 		if (!c->cfg->sni_check)
 			c->up += extra;
@@ -884,10 +884,10 @@ conn_do_replying(struct eg_conn *c)
 	c->h = NULL;
 	/* with held bytes, SNI's timer is header_timeout from the start */
 	eg_conn_set_state(c, c->cfg->sni_check ? EG_CS_SNI : EG_CS_TUNNEL);
-	return IO_OK;
+	return EG_IO_OK;
 }
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_linger(struct eg_conn *c)
 {
 	ssize_t n;
@@ -899,9 +899,9 @@ conn_do_linger(struct eg_conn *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
+			return EG_IO_AGAIN;
 		eg_conn_close(c, EG_END_NONE);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 }
 
@@ -1060,10 +1060,10 @@ eg_conn_reap(struct eg_worker *w)
 static void
 conn_step(struct eg_conn *c)
 {
-	enum eg_io_res r = IO_OK;
+	enum eg_io_st r = EG_IO_OK;
 
 	c->in_step = 1;
-	while (r == IO_OK) {
+	while (r == EG_IO_OK) {
 		switch (c->state) {
 		case EG_CS_HEAD:	r = conn_do_head(c);		break;
 		case EG_CS_RESOLVING:	r = conn_do_resolving(c);	break;
@@ -1074,7 +1074,7 @@ conn_step(struct eg_conn *c)
 		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
 		case EG_CS_NEW:
-		case EG_CS_DEAD:	r = IO_DONE;			break;
+		case EG_CS_DEAD:	r = EG_IO_CLOSED;			break;
 		}
 	}
 	c->in_step = 0;

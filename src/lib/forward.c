@@ -86,7 +86,7 @@ eg_forward_begin(struct eg_conn *c)
 }
 
 /* Relay the request body: bounded by Content-Length or chunk framing. */
-static enum eg_io_res
+static struct eg_io_res
 fwd_request(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
@@ -95,10 +95,10 @@ fwd_request(struct eg_conn *c)
 	int done = 0;
 
 	if (c->c2u.buf != NULL) {
-		if (eg_pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
-			return IO_DONE;
+		if (eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (c->c2u.buf != NULL)
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
 	while (!f->req_done) {
 		size_t want = TUNBUF;
@@ -113,16 +113,17 @@ fwd_request(struct eg_conn *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 		if (n <= 0) {
 			c->c_eof = 1;
-			return IO_DONE;
+			return EG_IO_RES(n == 0 ? EG_IO_EOF : EG_IO_ERR,
+			    EG_END_CLIENT_CLOSED);
 		}
 		c->last = eg_loop_now(c->w->loop);
 		if (f->req_chunked) {
 			k = eg_chunk_feed(&f->req_chunk, s, (size_t)n, &done);
 			if (k < 0)
-				return IO_DONE;
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			/* bytes past the body: the next request's head */
 			if (k < n) {
 				memcpy(c->h->buf, s + k, (size_t)(n - k));
@@ -137,16 +138,16 @@ fwd_request(struct eg_conn *c)
 		}
 		c->up += (uint64_t)n;
 		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    eg_pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
-			return IO_DONE;
+		    eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (c->c2u.buf != NULL)
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
-	return IO_AGAIN;
+	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
 /* Read the response head, then relay the body as its framing says. */
-static enum eg_io_res
+static struct eg_io_res
 fwd_response(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
@@ -158,12 +159,10 @@ fwd_response(struct eg_conn *c)
 	int done = 0, ka;
 
 	if (c->u2c.buf != NULL) {
-		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-			c->end = EG_END_CLIENT_CLOSED;
-			return IO_DONE;
-		}
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 		if (c->u2c.buf != NULL)
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
 	while (!f->resp_head_done) {
 		r = EG_PARSE_AGAIN;
@@ -171,30 +170,30 @@ fwd_response(struct eg_conn *c)
 			scan = 0;
 			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
 			if (r == EG_PARSE_BAD)
-				return IO_DONE;
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		}
 		if (r != EG_PARSE_OK) {
 			if (f->rlen == cap)
-				return IO_DONE;
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
 			    0);
 			if (n == -1 && errno == EINTR)
 				continue;
 			if (n == -1 && (errno == EAGAIN ||
 			    errno == EWOULDBLOCK))
-				return IO_AGAIN;
-			if (n <= 0) {
-				c->end = EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
-			}
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			if (n <= 0)
+				return EG_IO_RES(n == 0 ? EG_IO_EOF :
+				    EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
 			f->rlen += (size_t)n;
 			continue;
 		}
 		memset(&f->resp, 0, sizeof(f->resp));
 		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
-			return IO_DONE;
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (f->resp.status == 101)
-			return IO_DONE;	/* an upgrade: not for plain HTTP */
+			/* an upgrade: not for plain HTTP */
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (f->resp.status < 200) {
 			/*
 			 * An interim response (100 Continue to a client that
@@ -203,15 +202,13 @@ fwd_response(struct eg_conn *c)
 			 */
 			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
 			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
-				return IO_DONE;
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			f->rlen -= hl;
 			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-				c->end = EG_END_CLIENT_CLOSED;
-				return IO_DONE;
-			}
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 			if (c->u2c.buf != NULL)
-				return IO_AGAIN;
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 			continue;
 		}
 		f->resp_head_done = 1;
@@ -231,7 +228,7 @@ fwd_response(struct eg_conn *c)
 		    sizeof(c->w->scratch));
 		if (k < 0 || eg_pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
 		    eg_pend_append(c, &c->u2c, out, (size_t)k) == -1)
-			return IO_DONE;
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		extra = f->rlen - hl;
 		if (extra > 0) {
 			memmove(f->rbuf, f->rbuf + hl, extra);
@@ -246,10 +243,8 @@ fwd_response(struct eg_conn *c)
 		/* the rewritten head (or earlier body) must go out first:
 		 * u2c holds at most TUNBUF */
 		if (c->u2c.buf != NULL) {
-			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-				c->end = EG_END_CLIENT_CLOSED;
-				return IO_DONE;
-			}
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 			if (c->u2c.buf != NULL)
 				break;
 		}
@@ -278,8 +273,8 @@ fwd_response(struct eg_conn *c)
 					f->resp_done = 1;
 					break;
 				}
-				c->end = EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
+				return EG_IO_RES(n == 0 ? EG_IO_EOF :
+				    EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
 			}
 			p = c->w->scratch;
 		}
@@ -287,7 +282,7 @@ fwd_response(struct eg_conn *c)
 		if (f->resp_chunked) {
 			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
 			if (k < 0)
-				return IO_DONE;
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			n = k;
 			if (done)
 				f->resp_done = 1;
@@ -298,36 +293,34 @@ fwd_response(struct eg_conn *c)
 		}
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
-			return IO_DONE;
-		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-			c->end = EG_END_CLIENT_CLOSED;
-			return IO_DONE;
-		}
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 		if (f->resp_done || c->u2c.buf != NULL)
 			break;
 	}
-	return IO_AGAIN;
+	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
-enum eg_io_res
+enum eg_io_st
 eg_forward_do(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
+	struct eg_io_res r;
 
-	if (fwd_request(c) == IO_DONE) {
-		eg_conn_close(c, c->c_eof ? EG_END_CLIENT_CLOSED : EG_END_ERROR);
-		return IO_DONE;
-	}
-	if (fwd_response(c) == IO_DONE) {
-		eg_conn_close(c, c->end ? c->end : EG_END_ERROR);
-		return IO_DONE;
+	r = fwd_request(c);
+	if (r.st == EG_IO_AGAIN)
+		r = fwd_response(c);
+	if (r.st != EG_IO_AGAIN) {
+		eg_conn_close(c, r.end);
+		return EG_IO_CLOSED;
 	}
 	if (!f->resp_done || c->u2c.buf != NULL)
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	if (!f->req_done || !f->keepalive) {
 		eg_conn_close(c, EG_END_DONE);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	eg_conn_reset_for_next(c);
-	return c->state == EG_CS_HEAD ? IO_OK : IO_DONE;
+	return c->state == EG_CS_HEAD ? EG_IO_OK : EG_IO_CLOSED;
 }

@@ -145,9 +145,9 @@ eg_pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
 	return 0;
 }
 
-/* Write what is pending on p to fd.  IO_OK when empty, IO_AGAIN, IO_DONE
- * on a write error (peer gone). */
-enum eg_io_res
+/* Write what is pending on p to fd.  EG_IO_OK when empty, EG_IO_AGAIN,
+ * EG_IO_ERR on a write error (peer gone). */
+enum eg_io_st
 eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 {
 	ssize_t n;
@@ -158,13 +158,13 @@ eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return IO_AGAIN;
-			return IO_DONE;
+				return EG_IO_AGAIN;
+			return EG_IO_ERR;
 		}
 		p->off += (size_t)n;
 	}
 	eg_pend_release(c, p);
-	return IO_OK;
+	return EG_IO_OK;
 }
 
 /* --- tunnel ---------------------------------------------------------------- */
@@ -172,11 +172,11 @@ eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 /*
  * The zero-copy path of pump(): src -> pipe -> dst with splice(2).  A pipe
  * is held only while it has bytes the peer did not take yet; an idle
- * tunnel holds none.  Returns IO_AGAIN (done for now), IO_DONE (a side
- * failed; c->end set for a write failure), or IO_OK when splice does not
- * apply to these sockets and the caller should copy instead.
+ * tunnel holds none.  Returns EG_IO_AGAIN (done for now), EG_IO_ERR (a side
+ * failed; for a write failure the end says which side), or EG_IO_OK when
+ * splice does not apply to these sockets and the caller should copy instead.
  */
-static enum eg_io_res
+static struct eg_io_res
 pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
     int *src_eof, uint64_t *count)
 {
@@ -191,20 +191,19 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 				if (errno == EINTR)
 					continue;
 				if (errno == EAGAIN)
-					return IO_AGAIN;
-				c->end = dst == c->cio.fd ?
+					return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+				return EG_IO_RES(EG_IO_ERR, dst == c->cio.fd ?
 				    EG_END_CLIENT_CLOSED :
-				    EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
+				    EG_END_UPSTREAM_CLOSED);
 			}
 			p->plen -= (size_t)n;
 		}
 		if (*src_eof || !p->rd || rounds++ == 4) {
 			eg_pipe_put(c, p);
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 		}
 		if (pipe_get(c, p) == -1)
-			return IO_OK;
+			return EG_IO_RES(EG_IO_OK, EG_END_NONE);
 		n = splice(src, NULL, p->pipe[1], NULL, PIPE_BYTES, fl);
 		if (n == -1) {
 			if (errno == EINTR)
@@ -212,17 +211,17 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 			if (errno == EAGAIN) {
 				p->rd = 0;
 				eg_pipe_put(c, p);
-				return IO_AGAIN;
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 			}
 			eg_pipe_put(c, p);
 			if (errno == EINVAL && *count == 0)
-				return IO_OK;
-			return IO_DONE;
+				return EG_IO_RES(EG_IO_OK, EG_END_NONE);
+			return EG_IO_RES(EG_IO_ERR, EG_END_NONE);
 		}
 		if (n == 0) {
 			*src_eof = 1;
 			eg_pipe_put(c, p);
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 		}
 		c->last = eg_loop_now(c->w->loop);
 		*count += (uint64_t)n;
@@ -240,10 +239,11 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
  * at once, and keep only what dst would not take (then stop reading src
  * until it drains: backpressure).  At src's EOF, dst's write side is shut
  * once everything is through, unless dst_eof says dst has ended too (the
- * tunnel is about to close, and close(2) sends the FIN).  Returns IO_DONE
- * when the tunnel must end (c->end set), else IO_AGAIN.
+ * tunnel is about to close, and close(2) sends the FIN).  Returns EG_IO_ERR
+ * with the end to close with when the tunnel must end, else EG_IO_AGAIN
+ * (src's EOF included: it is passed on, not an end).
  */
-static enum eg_io_res
+static struct eg_io_res
 pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
     int dst_eof, int *dst_wshut, uint64_t *count, enum eg_end src_end,
     enum eg_end dst_end)
@@ -251,26 +251,28 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 	uint8_t *s = c->w->scratch;
 	ssize_t n, m;
 	int rounds = 0;
+	struct eg_io_res r;
 
 	if (p->buf != NULL && p->off < p->len) {
-		if (eg_pend_flush(c, p, dst) == IO_DONE) {
-			c->end = dst_end;
-			return IO_DONE;
-		}
+		if (eg_pend_flush(c, p, dst) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, dst_end);
 		if (p->buf != NULL)
-			return IO_AGAIN;
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
 	if (!c->nosplice && c->state == EG_CS_TUNNEL &&
 	    (p->bulk || p->plen > 0)) {
-		switch (pump_splice(c, src, dst, p, src_eof, count)) {
-		case IO_DONE:
-			c->end = c->end ? c->end : src_end;
-			return IO_DONE;
-		case IO_OK:		/* splice does not apply: copy */
+		r = pump_splice(c, src, dst, p, src_eof, count);
+		switch (r.st) {
+		case EG_IO_OK:		/* splice does not apply: copy */
 			c->nosplice = 1;
 			break;
-		case IO_AGAIN:
+		case EG_IO_AGAIN:
 			goto out;
+		default:
+			/* a read failure: the side that ended first, else src */
+			if (r.end == EG_END_NONE)
+				r.end = c->end ? c->end : src_end;
+			return r;
 		}
 	}
 	while (!*src_eof && p->rd && rounds++ < 4) {
@@ -284,8 +286,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 				p->rd = 0;
 				break;
 			}
-			c->end = src_end;
-			return IO_DONE;
+			return EG_IO_RES(EG_IO_ERR, src_end);
 		}
 		if (n == 0) {
 			*src_eof = 1;
@@ -308,17 +309,13 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		m = send(dst, s, (size_t)n, MSG_NOSIGNAL);
 		if (m == -1) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR) {
-				c->end = dst_end;
-				return IO_DONE;
-			}
+			    errno != EINTR)
+				return EG_IO_RES(EG_IO_ERR, dst_end);
 			m = 0;
 		}
 		if (m < n) {
-			if (eg_pend_append(c, p, s + m, (size_t)(n - m)) == -1) {
-				c->end = EG_END_ERROR;
-				return IO_DONE;
-			}
+			if (eg_pend_append(c, p, s + m, (size_t)(n - m)) == -1)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			break;
 		}
 	}
@@ -328,7 +325,7 @@ out:
 		shutdown(dst, SHUT_WR);
 		*dst_wshut = 1;
 	}
-	return IO_AGAIN;
+	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
 /*
@@ -352,17 +349,20 @@ conn_half_open(struct eg_conn *c)
 		eg_conn_set_state(c, c->state);	/* re-arms: fin_timeout */
 }
 
-enum eg_io_res
+enum eg_io_st
 eg_tunnel_do(struct eg_conn *c)
 {
-	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
-	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED,
-	    EG_END_UPSTREAM_CLOSED) == IO_DONE ||
-	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
-	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		eg_conn_close(c, c->end);
-		return IO_DONE;
+	struct eg_io_res r;
+
+	r = pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
+	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED, EG_END_UPSTREAM_CLOSED);
+	if (r.st == EG_IO_AGAIN)
+		r = pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
+		    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
+		    EG_END_CLIENT_CLOSED);
+	if (r.st != EG_IO_AGAIN) {
+		eg_conn_close(c, r.end);
+		return EG_IO_CLOSED;
 	}
 	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
@@ -370,10 +370,10 @@ eg_tunnel_do(struct eg_conn *c)
 	if (c->c_eof && c->u_eof && !eg_pend_busy(&c->c2u) &&
 	    !eg_pend_busy(&c->u2c)) {
 		eg_conn_close(c, c->end);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	conn_half_open(c);
-	return IO_AGAIN;
+	return EG_IO_AGAIN;
 }
 
 /*
@@ -381,25 +381,27 @@ eg_tunnel_do(struct eg_conn *c)
  * ClientHello (or clearly not TLS).  Upstream bytes flow meanwhile, for
  * protocols where the server speaks first.
  */
-enum eg_io_res
+enum eg_io_st
 eg_tunnel_do_sni(struct eg_conn *c)
 {
 	struct pend *p = &c->c2u;
+	struct eg_io_res io;
 	enum eg_sni r;
 	size_t nlen = 0;
 	ssize_t n;
 
-	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
+	io = pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
 	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		eg_conn_close(c, c->end);
-		return IO_DONE;
+	    EG_END_CLIENT_CLOSED);
+	if (io.st != EG_IO_AGAIN) {
+		eg_conn_close(c, io.end);
+		return EG_IO_CLOSED;
 	}
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->buf == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
 		eg_conn_close(c, EG_END_ERROR);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	for (;;) {
 		/* bytes held already (sent right behind the CONNECT, or
@@ -414,7 +416,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
+			return EG_IO_AGAIN;
 		if (n == 0 && p->len == 0) {
 			/*
 			 * EOF before the first byte: there is no hello to
@@ -425,13 +427,13 @@ eg_tunnel_do_sni(struct eg_conn *c)
 			 */
 			c->c_eof = 1;
 			eg_conn_set_state(c, EG_CS_TUNNEL);
-			return IO_OK;
+			return EG_IO_OK;
 		}
 		if (n <= 0) {
 			/* gone in the middle of a hello (or reset): nothing
 			 * was forwarded */
 			eg_conn_close(c, EG_END_CLIENT_CLOSED);
-			return IO_DONE;
+			return EG_IO_CLOSED;
 		}
 		c->last = eg_loop_now(c->w->loop);
 		p->len += (size_t)n;
@@ -441,17 +443,17 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
 	    c->host.name, c->host.len)) {
 		eg_conn_close(c, EG_END_SNI_MISMATCH);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	if (r == EG_SNI_BAD || r == EG_SNI_AGAIN) {
 		c->sni[0] = '\0';
 		eg_conn_close(c, EG_END_ERROR);
-		return IO_DONE;
+		return EG_IO_CLOSED;
 	}
 	/* the held bytes become the pending upstream data; the hold buffer
 	 * (SNIBUF or more) is freed, not pooled, once flushed */
 	c->sni[0] = '\0';
 	c->up += p->len;
 	eg_conn_set_state(c, EG_CS_TUNNEL);
-	return IO_OK;
+	return EG_IO_OK;
 }
