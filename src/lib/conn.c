@@ -2,7 +2,7 @@
  * conn.c: the lifecycle of one client connection, from the first byte of
  * its request head to the CLOSE line of its tunnel.  Every event (socket
  * readiness, timer, DNS answer) ends in conn_step(), which advances the
- * state machine until something would block; conn_set_state() is the only
+ * state machine until something would block; eg_conn_set_state() is the only
  * writer of c->state and arms the state's timer.  A verdict is written to
  * the audit log by conn_verdict() before any reply byte is queued.
  */
@@ -14,11 +14,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "audit.h"
+#include "conn-int.h"
 #include "dns.h"
 #include "host.h"
 #include "metrics.h"
@@ -29,8 +29,6 @@
 #include "select.h"
 #include "sni.h"
 
-#define TUNBUF		16384		/* a pending buffer per direction */
-#define BUFPOOL_MAX	256
 #ifdef __SANITIZE_ADDRESS__
 #define CONNPOOL_MAX	0		/* ASan sees every use after free */
 #define HEADPOOL_MAX	0
@@ -40,107 +38,6 @@
 #endif
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
-#define PIPE_BYTES	(256 * 1024)	/* splice pipe capacity */
-#define SNIBUF		EG_SNI_BUF_MAX
-
-enum eg_cstate {
-	EG_CS_HEAD,		/* reading the request head; header_timeout */
-	EG_CS_RESOLVING,	/* waiting for DNS; no fd interest */
-	EG_CS_CONNECTING,	/* connect() in flight; connect_timeout */
-	EG_CS_REPLYING,		/* verdict logged; flushing our reply */
-	EG_CS_SNI,		/* holding client bytes for the ClientHello */
-	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
-	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
-	EG_CS_LINGER,		/* refusal sent; draining the client */
-	EG_CS_DEAD		/* unlinked; on the worker's dead list */
-};
-
-enum eg_io_res { IO_OK, IO_AGAIN, IO_DONE };
-
-struct pend {				/* bytes read but not yet written */
-	uint8_t		*buf;		/* copied bytes, from the pool */
-	size_t		 cap;		/* of buf: TUNBUF, or more */
-	size_t		 off, len;
-	int		 pipe[2];	/* spliced bytes; -1: no pipe */
-	size_t		 plen;		/* bytes sitting in the pipe */
-	int		 rd;		/* the source may have bytes to read */
-	int		 hup;		/* the source's FIN is queued (EPOLLRDHUP):
-					   a short read reaches it */
-	int		 bulk;		/* full reads seen: splice, not copy */
-};
-
-/* The request head and its parse; released once a tunnel opens. */
-struct head {
-	struct head	*next;		/* in the worker's pool */
-	size_t		 cap;		/* of buf: max_header_bytes */
-	size_t		 len, scan;
-	struct eg_req	 req;
-	struct sockaddr_storage addrs[EG_DNS_MAXADDR];	/* to connect to */
-	size_t		 naddr, ai;	/* how many; the next to try */
-	uint8_t		 buf[];		/* max_header_bytes */
-};
-
-/* Plain-HTTP response framing, for one forwarded request. */
-struct fwd {
-	int64_t		 req_left;	/* request body bytes still to send */
-	struct eg_chunk	 req_chunk;
-	int		 req_chunked, req_done;
-	int		 resp_head_done, resp_done, resp_eof_delim;
-	int64_t		 resp_left;
-	struct eg_chunk	 resp_chunk;
-	int		 resp_chunked, keepalive, is_head;
-	size_t		 rlen;
-	struct eg_resp	 resp;
-	uint8_t		 rbuf[];	/* response head, max_header_bytes */
-};
-
-struct eg_conn {
-	struct eg_worker	*w;
-	struct egress		*ex;
-	struct eg_conn		*prev, *next;
-	struct eg_cfg		*cfg;		/* the snapshot it was decided
-						   under (a reference) */
-	struct eg_session	*sess;
-	enum eg_cstate		 state;
-	uint64_t		 id;
-	uint64_t		 gen;		/* sess->gen at decision */
-	int64_t			 t0;		/* wall ms at ALLOW */
-	uint64_t		 last;		/* loop ms of last activity */
-	struct eg_io		 cio, uio;
-	struct eg_timer		 tmo;
-	char			 client[64];
-	struct sockaddr_storage	 cpeer;		/* for the per-client cap */
-	int			 counted;	/* holds a per-client slot */
-	int			 tres;		/* holds a timer slot */
-
-	struct head		*h;		/* until the tunnel opens */
-	struct fwd		*f;
-	struct eg_host		 host;		/* the request's target */
-	uint16_t		 port;
-	int			 kept;		/* plain HTTP: between requests */
-	const char		*method;	/* static or in h */
-	const char		*phase;		/* of the ALLOW; in c->cfg */
-	const struct eg_rule	*rule;
-	int			 report;
-	int			 trusted;	/* addresses the operator wrote */
-	char			 addr[INET6_ADDRSTRLEN];
-	int			 dns_pending, dns_done, in_step;
-	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */
-	int			 dns_status;
-	char			 dns_reason[64];
-
-	struct pend		 c2u, u2c;
-	int			 c_eof, u_eof;	/* read side saw EOF */
-	int			 c_wshut, u_wshut;
-	int			 fin;		/* a side ended: fin_timeout */
-	uint64_t		 up, down;
-	int			 allowed;	/* ALLOW written: owes a CLOSE */
-	int			 decided;	/* a verdict was written */
-	int			 close_after;	/* close once u2c is flushed */
-	int			 nosplice;	/* copy, do not splice */
-	enum eg_end		 end;
-	char			 sni[256];
-};
 
 const char *const eg_reason_name[] = {
 	"-", "not_allowed", "port_not_allowed", "private_address",
@@ -155,40 +52,11 @@ const char *const eg_end_name[] = {
 };
 
 static void	conn_step(struct eg_conn *);
-static void	conn_close(struct eg_conn *, enum eg_end);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
 static void	conn_timeout(void *);
-static unsigned	conn_idle_ms(const struct eg_conn *);
 
 /* --- buffers -------------------------------------------------------------- */
-
-static uint8_t *
-buf_get(struct eg_worker *w)
-{
-	void *b = w->bufpool;
-
-	if (b != NULL) {
-		w->bufpool = *(void **)b;
-		w->nbufpool--;
-		return b;
-	}
-	return eg_malloc(TUNBUF);
-}
-
-static void
-buf_put(struct eg_worker *w, uint8_t *b)
-{
-	if (b == NULL)
-		return;
-	if (w->nbufpool >= BUFPOOL_MAX) {
-		eg_free(b);
-		return;
-	}
-	*(void **)b = w->bufpool;
-	w->bufpool = b;
-	w->nbufpool++;
-}
 
 /* An empty head buffer of cap bytes: from the worker's pool, else new. */
 static struct head *
@@ -226,157 +94,59 @@ head_put(struct eg_worker *w, struct head *h)
 	w->nheadpool++;
 }
 
-static int	pend_busy(const struct pend *);
-
-static void
-pend_release(struct eg_conn *c, struct pend *p)
-{
-	if (p->cap == TUNBUF)
-		buf_put(c->w, p->buf);
-	else
-		eg_free(p->buf);	/* a larger one: not kept in the pool */
-	p->buf = NULL;
-	p->cap = p->off = p->len = 0;
-}
-
-/*
- * Make an empty p hold at least n bytes (a rewritten head and the body
- * bytes read with it may exceed TUNBUF; n is bounded by the caller).
- */
-static int
-pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
-{
-	uint8_t *b;
-
-	if (n <= TUNBUF || pend_busy(p))
-		return 0;
-	if ((b = eg_malloc(n)) == NULL)
-		return -1;
-	pend_release(c, p);
-	p->buf = b;
-	p->cap = n;
-	return 0;
-}
-
-/* Bytes are waiting for the peer (copied or in a pipe). */
-static int
-pend_busy(const struct pend *p)
-{
-	return (p->buf != NULL && p->off < p->len) || p->plen > 0;
-}
-
-/* Take a pipe for splicing: from the worker's pool, else a new one. */
-static int
-pipe_get(struct eg_conn *c, struct pend *p)
-{
-	struct eg_worker *w = c->w;
-
-	if (p->pipe[0] != -1)
-		return 0;
-	if (w->npipes > 0) {
-		w->npipes--;
-		p->pipe[0] = w->pipes[w->npipes][0];
-		p->pipe[1] = w->pipes[w->npipes][1];
-		return 0;
-	}
-	if (pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
-		return -1;
-	/* a larger pipe moves bulk data in fewer calls; its pages are
-	 * only allocated while bytes sit in it */
-	fcntl(p->pipe[1], F_SETPIPE_SZ, PIPE_BYTES);
-	return 0;
-}
-
-/* An empty pipe goes back to the pool; a non-empty one is closed. */
-static void
-pipe_put(struct eg_conn *c, struct pend *p)
-{
-	struct eg_worker *w = c->w;
-
-	if (p->pipe[0] == -1)
-		return;
-	if (p->plen == 0 && w->npipes < nitems(w->pipes)) {
-		w->pipes[w->npipes][0] = p->pipe[0];
-		w->pipes[w->npipes][1] = p->pipe[1];
-		w->npipes++;
-	} else {
-		close(p->pipe[0]);
-		close(p->pipe[1]);
-	}
-	p->pipe[0] = p->pipe[1] = -1;
-	p->plen = 0;
-}
-
-/* Queue bytes for the client (reply text, response heads). */
-static int
-pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
-{
-	if (p->buf == NULL) {
-		if ((p->buf = buf_get(c->w)) == NULL)
-			return -1;
-		p->cap = TUNBUF;
-	}
-	if (p->off > 0 && p->off == p->len)
-		p->off = p->len = 0;
-	if (p->len > p->cap || p->cap - p->len < n)
-		return -1;
-	memcpy(p->buf + p->len, d, n);
-	p->len += n;
-	return 0;
-}
-
-/* Write what is pending on p to fd.  IO_OK when empty, IO_AGAIN, IO_DONE
- * on a write error (peer gone). */
-static enum eg_io_res
-pend_flush(struct eg_conn *c, struct pend *p, int fd)
-{
-	ssize_t n;
-
-	while (p->buf != NULL && p->off < p->len) {
-		n = send(fd, p->buf + p->off, p->len - p->off, MSG_NOSIGNAL);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return IO_AGAIN;
-			return IO_DONE;
-		}
-		p->off += (size_t)n;
-	}
-	pend_release(c, p);
-	return IO_OK;
-}
-
 /* --- state ------------------------------------------------------------------ */
 
-static void
-conn_set_state(struct eg_conn *c, enum eg_cstate to)
+void
+eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 {
 	struct eg_loop *loop = c->w->loop;
+	uint64_t idle, el;
 
-	if (c->state == to)
-		return;
-	c->state = to;
-	switch (to) {
+	if (c->state != to) {
+		c->state = to;
+		switch (to) {
+		case EG_CS_CONNECTING:
+			c->uev = 0;
+			c->c2u.rd = 0;	/* see conn_interest() */
+			break;
+		case EG_CS_RESOLVING:
+			c->c2u.rd = 0;
+			break;
+		case EG_CS_SNI:
+		case EG_CS_TUNNEL:
+		case EG_CS_FORWARD:
+			/* no probing read: level-triggered epoll reports
+			 * bytes that are already waiting as soon as interest
+			 * is set */
+			c->c2u.rd = c->u2c.rd = 0;
+			c->last = eg_loop_now(loop);
+			break;
+		default:
+			break;
+		}
+	}
+	switch (c->state) {
 	case EG_CS_HEAD:
 		eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
 		break;
 	case EG_CS_CONNECTING:
-		c->c2u.rd = 0;	/* see conn_interest() */
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
 		break;
-	case EG_CS_RESOLVING:
-		c->c2u.rd = 0;
-		eg_timer_stop(loop, &c->tmo);
-		break;
 	case EG_CS_SNI:
+		if (c->c2u.len > 0) {
+			/* a ClientHello has begun: it must be complete in
+			 * time, counted from its first byte */
+			eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
+			break;
+		}
+		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		/* no probing read: level-triggered epoll reports bytes
-		 * that are already waiting as soon as interest is set */
-		c->c2u.rd = c->u2c.rd = 0;
-		c->last = eg_loop_now(loop);
-		eg_timer_arm(loop, &c->tmo, conn_idle_ms(c));
+		/* what is left of the idle (or fin) timeout since the last
+		 * activity: all of it on entry */
+		idle = eg_conn_idle_ms(c);
+		el = eg_loop_now(loop) - c->last;
+		eg_timer_arm(loop, &c->tmo, el < idle ? idle - el : 0);
 		break;
 	case EG_CS_LINGER:
 		eg_timer_arm(loop, &c->tmo, LINGER_MS);
@@ -399,6 +169,7 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_LINGER:
 		ce = EPOLLIN | EPOLLRDHUP;
 		break;
+	case EG_CS_NEW:
 	case EG_CS_DEAD:
 		break;
 	case EG_CS_RESOLVING:
@@ -420,12 +191,12 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		if (pend_busy(&c->u2c))
+		if (eg_pend_busy(&c->u2c))
 			ce |= EPOLLOUT;
 		else if (!c->u_eof && c->uio.fd != -1 &&
 		    !(c->state == EG_CS_FORWARD && c->f->resp_done))
 			ue |= EPOLLIN | EPOLLRDHUP;
-		if (pend_busy(&c->c2u) && c->state != EG_CS_SNI)
+		if (eg_pend_busy(&c->c2u) && c->state != EG_CS_SNI)
 			ue |= EPOLLOUT;
 		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
 		    c->f->req_done))
@@ -493,14 +264,14 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	pend_release(c, &c->c2u);
-	if (pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+	eg_pend_release(c, &c->c2u);
+	if (eg_pend_append(c, &c->u2c, reply, (size_t)n) == -1)
 		/* no buffer (out of memory): say it at once, as far as
 		 * the socket takes it; the linger follows as usual */
 		(void)send(c->cio.fd, reply, (size_t)n,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
-	conn_set_state(c, EG_CS_REPLYING);
+	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
 /* BLOCK or FAIL: one audit line, then the reply. */
@@ -510,6 +281,8 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 {
 	struct egress_event ev;
 
+	if (c->decided)
+		EG_BUG(c->ex, "a second verdict on one connection");
 	conn_event(c, &ev, t);
 	ev.reason = eg_reason_name[r];
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -629,6 +402,8 @@ conn_allow(struct eg_conn *c)
 	const char *phase;
 	char body[EG_HOST_MAX + 64];
 
+	if (c->decided)
+		EG_BUG(c->ex, "a second verdict on one connection");
 	pthread_rwlock_rdlock(&c->ex->lock);
 	if (c->gen != c->sess->gen) {
 		conn_adopt_cfg(c);
@@ -709,7 +484,7 @@ conn_bad_target(struct eg_conn *c)
 
 static void	conn_decide(struct eg_conn *);
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_head(struct eg_conn *c)
 {
 	struct head *h = c->h;
@@ -726,20 +501,20 @@ conn_do_head(struct eg_conn *c)
 			if (r == EG_PARSE_BAD) {
 				conn_raw_target(c);
 				conn_bad(c, 400, "malformed request head");
-				return IO_OK;
+				return EG_IO_OK;
 			}
 		}
 		if (h->len == cap) {
 			conn_raw_target(c);
 			conn_bad(c, 431, "request headers too large");
-			return IO_OK;
+			return EG_IO_OK;
 		}
 		n = recv(c->cio.fd, h->buf + h->len, cap - h->len, 0);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return IO_AGAIN;
+				return EG_IO_AGAIN;
 			n = 0;
 		}
 		if (n == 0) {
@@ -749,10 +524,10 @@ conn_do_head(struct eg_conn *c)
 			if (h->len > 0) {
 				conn_raw_target(c);
 				conn_bad(c, 400, "incomplete request head");
-				return IO_OK;
+				return EG_IO_OK;
 			}
-			conn_close(c, EG_END_CLIENT_CLOSED);
-			return IO_DONE;
+			eg_conn_close(c, EG_END_CLIENT_CLOSED);
+			return EG_IO_CLOSED;
 		}
 		h->len += (size_t)n;
 	}
@@ -761,12 +536,12 @@ conn_do_head(struct eg_conn *c)
 	if (r == EG_PARSE_TOOBIG) {
 		conn_bad_target(c);
 		conn_bad(c, 431, "too many request headers");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	if (r != EG_PARSE_OK) {
 		conn_bad_target(c);
 		conn_bad(c, 400, why ? why : "malformed request");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
@@ -774,11 +549,11 @@ conn_do_head(struct eg_conn *c)
 	c->port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
 		conn_bad(c, 400, "plain HTTP forwarding is disabled");
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	c->kept = 0;
 	conn_decide(c);
-	return IO_OK;
+	return EG_IO_OK;
 }
 
 /* --- decision, resolution, connection ------------------------------------ */
@@ -837,7 +612,7 @@ conn_decide(struct eg_conn *c)
 			break;
 		}
 		c->trusted = 0;
-		conn_set_state(c, EG_CS_RESOLVING);
+		eg_conn_set_state(c, EG_CS_RESOLVING);
 		c->dns_pending = 1;
 		c->dns_done = 0;
 		c->t_start = eg_clock_us();
@@ -846,7 +621,7 @@ conn_decide(struct eg_conn *c)
 	}
 	c->dns_done = 1;
 	c->dns_status = 0;
-	conn_set_state(c, EG_CS_RESOLVING);
+	eg_conn_set_state(c, EG_CS_RESOLVING);
 }
 
 static void
@@ -899,7 +674,7 @@ conn_is_loop(void *arg, const struct sockaddr *sa)
 }
 
 /* Start a non-blocking connect to the next candidate. */
-static enum eg_io_res
+static enum eg_io_st
 conn_connect_next(struct eg_conn *c)
 {
 	struct head *h = c->h;
@@ -921,9 +696,9 @@ conn_connect_next(struct eg_conn *c)
 		}
 		eg_io_set_fd(&c->uio, fd);
 		c->u2c.rd = c->u2c.hup = 0;
-		return IO_OK;
+		return EG_IO_OK;
 	}
-	return IO_DONE;
+	return EG_IO_ERR;		/* no candidate left */
 }
 
 static void
@@ -966,19 +741,17 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 }
 
-static void	conn_forward_begin(struct eg_conn *);
-
-static enum eg_io_res
+static enum eg_io_st
 conn_do_resolving(struct eg_conn *c)
 {
 	struct eg_ownaddr *own;
 	enum eg_select sel;
 
 	if (!c->dns_done)
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	if (c->dns_status != 0) {
 		conn_fail(c, EG_R_DNS_FAILURE);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	/* the worker's snapshot of our own addresses, held for the check */
 	own = eg_ownaddr_ref(c->w->own);
@@ -991,18 +764,18 @@ conn_do_resolving(struct eg_conn *c)
 		break;
 	case EG_SELECT_LOOP:
 		conn_fail(c, EG_R_LOOP);
-		return IO_OK;
+		return EG_IO_OK;
 	case EG_SELECT_PRIVATE:
 		conn_fail(c, EG_R_PRIVATE_ADDRESS);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	c->t_start = eg_clock_us();
-	if (conn_connect_next(c) != IO_OK) {
+	if (conn_connect_next(c) != EG_IO_OK) {
 		conn_fail(c, EG_R_CONNECT_FAILED);
-		return IO_OK;
+		return EG_IO_OK;
 	}
-	conn_set_state(c, EG_CS_CONNECTING);
-	return IO_AGAIN;
+	eg_conn_set_state(c, EG_CS_CONNECTING);
+	return EG_IO_AGAIN;
 }
 
 static void
@@ -1013,31 +786,34 @@ conn_connected(struct eg_conn *c)
 	if (conn_allow(c) == -1)
 		return;
 	if (c->h->req.form == EG_REQ_ABSOLUTE) {
-		conn_forward_begin(c);
+		eg_forward_begin(c);
 		return;
 	}
-	if (pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
+	if (eg_pend_append(c, &c->u2c, ok, sizeof(ok) - 1) == -1) {
 		/* no buffer for the 200 (out of memory): the ALLOW is
 		 * written, so the CLOSE says end=error; no tunnel opens */
-		conn_close(c, EG_END_ERROR);
+		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
-	conn_set_state(c, EG_CS_REPLYING);
+	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
 /*
- * Called on readiness of the upstream socket while connecting.  Writable
- * without an error or hang-up means connected (no SO_ERROR query needed);
- * otherwise SO_ERROR says why.
+ * CONNECTING: the upstream socket's readiness (c->uev, set by conn_uio(),
+ * taken here so that a later connect never sees it).  Writable without an
+ * error or hang-up means connected (no SO_ERROR query needed); otherwise
+ * SO_ERROR says why.  Client events and timers find nothing to do.
  */
-static enum eg_io_res
-conn_do_connecting(struct eg_conn *c, uint32_t events)
+static enum eg_io_st
+conn_do_connecting(struct eg_conn *c)
 {
+	uint32_t events = c->uev;
 	int err = 0;
 	socklen_t len = sizeof(err);
 
+	c->uev = 0;
 	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0)
-		return IO_AGAIN;
+		return EG_IO_AGAIN;
 	if ((events & (EPOLLERR | EPOLLHUP)) != 0 &&
 	    getsockopt(c->uio.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
@@ -1047,333 +823,43 @@ conn_do_connecting(struct eg_conn *c, uint32_t events)
 		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
 		    eg_clock_us() - c->t_start);
 		conn_connected(c);
-		return IO_OK;
+		return EG_IO_OK;
 	}
 	eg_io_forget(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
-	if (conn_connect_next(c) == IO_OK)
-		return IO_AGAIN;	/* same state; timer keeps running */
+	if (conn_connect_next(c) == EG_IO_OK)
+		return EG_IO_AGAIN;	/* same state; timer keeps running */
 	conn_fail(c, EG_R_CONNECT_FAILED);
-	return IO_OK;
-}
-
-/* --- tunnel ---------------------------------------------------------------- */
-
-/*
- * The zero-copy path of pump(): src -> pipe -> dst with splice(2).  A pipe
- * is held only while it has bytes the peer did not take yet; an idle
- * tunnel holds none.  Returns IO_AGAIN (done for now), IO_DONE (a side
- * failed; c->end set for a write failure), or IO_OK when splice does not
- * apply to these sockets and the caller should copy instead.
- */
-static enum eg_io_res
-pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
-    int *src_eof, uint64_t *count)
-{
-	const unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-	ssize_t n;
-	int rounds = 0;
-
-	for (;;) {
-		while (p->plen > 0) {
-			n = splice(p->pipe[0], NULL, dst, NULL, p->plen, fl);
-			if (n == -1) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN)
-					return IO_AGAIN;
-				c->end = dst == c->cio.fd ?
-				    EG_END_CLIENT_CLOSED :
-				    EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
-			}
-			p->plen -= (size_t)n;
-		}
-		if (*src_eof || !p->rd || rounds++ == 4) {
-			pipe_put(c, p);
-			return IO_AGAIN;
-		}
-		if (pipe_get(c, p) == -1)
-			return IO_OK;
-		n = splice(src, NULL, p->pipe[1], NULL, PIPE_BYTES, fl);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				p->rd = 0;
-				pipe_put(c, p);
-				return IO_AGAIN;
-			}
-			pipe_put(c, p);
-			if (errno == EINVAL && *count == 0)
-				return IO_OK;
-			return IO_DONE;
-		}
-		if (n == 0) {
-			*src_eof = 1;
-			pipe_put(c, p);
-			return IO_AGAIN;
-		}
-		c->last = eg_loop_now(c->w->loop);
-		*count += (uint64_t)n;
-		p->plen = (size_t)n;
-		if (n < TUNBUF) {
-			/* small messages again: copying is cheaper */
-			p->bulk = 0;
-			p->rd = 0;
-		}
-	}
-}
-
-/*
- * Move bytes from src to dst: read into the worker's scratch buffer, write
- * at once, and keep only what dst would not take (then stop reading src
- * until it drains: backpressure).  At src's EOF, dst's write side is shut
- * once everything is through, unless dst_eof says dst has ended too (the
- * tunnel is about to close, and close(2) sends the FIN).  Returns IO_DONE
- * when the tunnel must end (c->end set), else IO_AGAIN.
- */
-static enum eg_io_res
-pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
-    int dst_eof, int *dst_wshut, uint64_t *count, enum eg_end src_end,
-    enum eg_end dst_end)
-{
-	uint8_t *s = c->w->scratch;
-	ssize_t n, m;
-	int rounds = 0;
-
-	if (p->buf != NULL && p->off < p->len) {
-		if (pend_flush(c, p, dst) == IO_DONE) {
-			c->end = dst_end;
-			return IO_DONE;
-		}
-		if (p->buf != NULL)
-			return IO_AGAIN;
-	}
-	if (!c->nosplice && c->state == EG_CS_TUNNEL &&
-	    (p->bulk || p->plen > 0)) {
-		switch (pump_splice(c, src, dst, p, src_eof, count)) {
-		case IO_DONE:
-			c->end = c->end ? c->end : src_end;
-			return IO_DONE;
-		case IO_OK:		/* splice does not apply: copy */
-			c->nosplice = 1;
-			break;
-		case IO_AGAIN:
-			goto out;
-		}
-	}
-	while (!*src_eof && p->rd && rounds++ < 4) {
-		/* never more than a pending buffer can hold, in case dst
-		 * takes none of it */
-		n = recv(src, s, TUNBUF, 0);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				p->rd = 0;
-				break;
-			}
-			c->end = src_end;
-			return IO_DONE;
-		}
-		if (n == 0) {
-			*src_eof = 1;
-			break;
-		}
-		c->last = eg_loop_now(c->w->loop);
-		*count += (uint64_t)n;
-		/*
-		 * A short read emptied the socket: do not spend a recv() to
-		 * hear EAGAIN (level-triggered epoll tells us if more came),
-		 * nor one to hear the EOF of a FIN already queued behind
-		 * these bytes.  A full read suggests bulk: splice next time.
-		 */
-		if (n < TUNBUF) {
-			p->rd = 0;
-			if (p->hup)
-				*src_eof = 1;
-		} else
-			p->bulk = 1;
-		m = send(dst, s, (size_t)n, MSG_NOSIGNAL);
-		if (m == -1) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR) {
-				c->end = dst_end;
-				return IO_DONE;
-			}
-			m = 0;
-		}
-		if (m < n) {
-			if (pend_append(c, p, s + m, (size_t)(n - m)) == -1) {
-				c->end = EG_END_ERROR;
-				return IO_DONE;
-			}
-			break;
-		}
-	}
-out:
-	/* pass the EOF on, unless dst ended too: then close() says it */
-	if (*src_eof && !dst_eof && !*dst_wshut && !pend_busy(p)) {
-		shutdown(dst, SHUT_WR);
-		*dst_wshut = 1;
-	}
-	return IO_AGAIN;
+	return EG_IO_OK;
 }
 
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
-static unsigned
-conn_idle_ms(const struct eg_conn *c)
+unsigned
+eg_conn_idle_ms(const struct eg_conn *c)
 {
 	if (c->fin && c->cfg->fin_timeout_ms < c->cfg->idle_timeout_ms)
 		return c->cfg->fin_timeout_ms;
 	return c->cfg->idle_timeout_ms;
 }
 
-/*
- * After the first EOF of a tunnel (passed on to the other side): it is
- * half-open from now on, and the other side has fin_timeout of silence
- * (from this EOF or its last byte) to finish; conn_timeout() then closes
- * with c->end, the side that ended first.  While a ClientHello is half
- * held, its header_timeout deadline stays.
- */
-static void
-conn_half_open(struct eg_conn *c)
-{
-	if (c->fin || !(c->c_eof || c->u_eof))
-		return;
-	c->fin = 1;
-	if (c->end == EG_END_NONE)
-		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
-		    EG_END_UPSTREAM_CLOSED;
-	c->last = eg_loop_now(c->w->loop);
-	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
-		eg_timer_arm(c->w->loop, &c->tmo, conn_idle_ms(c));
-}
-
-static enum eg_io_res
-conn_do_tunnel(struct eg_conn *c)
-{
-	if (pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
-	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED,
-	    EG_END_UPSTREAM_CLOSED) == IO_DONE ||
-	    pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
-	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		conn_close(c, c->end);
-		return IO_DONE;
-	}
-	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
-		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
-		    EG_END_UPSTREAM_CLOSED;
-	if (c->c_eof && c->u_eof && !pend_busy(&c->c2u) &&
-	    !pend_busy(&c->u2c)) {
-		conn_close(c, c->end);
-		return IO_DONE;
-	}
-	conn_half_open(c);
-	return IO_AGAIN;
-}
-
-/*
- * SNI check: hold the client's first bytes until they are a complete
- * ClientHello (or clearly not TLS).  Upstream bytes flow meanwhile, for
- * protocols where the server speaks first.
- */
-static enum eg_io_res
-conn_do_sni(struct eg_conn *c)
-{
-	struct pend *p = &c->c2u;
-	enum eg_sni r;
-	size_t nlen = 0;
-	ssize_t n;
-
-	if (pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
-	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-	    EG_END_CLIENT_CLOSED) == IO_DONE) {
-		conn_close(c, c->end);
-		return IO_DONE;
-	}
-	conn_half_open(c);	/* the upstream may end while we wait */
-	/* the ClientHello is held whole: SNIBUF at least */
-	if (p->buf == NULL && pend_reserve(c, p, SNIBUF) == -1) {
-		conn_close(c, EG_END_ERROR);
-		return IO_DONE;
-	}
-	for (;;) {
-		/* bytes held already (sent right behind the CONNECT, or
-		 * read before) are parsed before waiting for more */
-		if (p->len > 0) {
-			r = eg_sni_parse(p->buf, p->len, c->sni,
-			    sizeof(c->sni), &nlen);
-			if (r != EG_SNI_AGAIN || p->len >= SNIBUF)
-				break;
-		}
-		n = recv(c->cio.fd, p->buf + p->len, SNIBUF - p->len, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
-		if (n == 0 && p->len == 0) {
-			/*
-			 * EOF before the first byte: there is no hello to
-			 * check, and none can follow.  The wait ends and the
-			 * EOF is passed on like any half-close (the upstream
-			 * gets the FIN; what it sends still reaches the
-			 * client).
-			 */
-			c->c_eof = 1;
-			conn_set_state(c, EG_CS_TUNNEL);
-			return IO_OK;
-		}
-		if (n <= 0) {
-			/* gone in the middle of a hello (or reset): nothing
-			 * was forwarded */
-			conn_close(c, EG_END_CLIENT_CLOSED);
-			return IO_DONE;
-		}
-		c->last = eg_loop_now(c->w->loop);
-		if (p->len == 0)	/* a hello must be complete in time */
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    c->cfg->header_timeout_ms);
-		p->len += (size_t)n;
-	}
-	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
-	    c->host.name, c->host.len)) {
-		conn_close(c, EG_END_SNI_MISMATCH);
-		return IO_DONE;
-	}
-	if (r == EG_SNI_BAD || r == EG_SNI_AGAIN) {
-		c->sni[0] = '\0';
-		conn_close(c, EG_END_ERROR);
-		return IO_DONE;
-	}
-	/* the held bytes become the pending upstream data; the hold buffer
-	 * (SNIBUF or more) is freed, not pooled, once flushed */
-	c->sni[0] = '\0';
-	c->up += p->len;
-	conn_set_state(c, EG_CS_TUNNEL);
-	return IO_OK;
-}
-
-static enum eg_io_res
+static enum eg_io_st
 conn_do_replying(struct eg_conn *c)
 {
-	enum eg_io_res r;
+	enum eg_io_st r;
 	size_t extra, cap;
 
-	r = pend_flush(c, &c->u2c, c->cio.fd);
-	if (r == IO_AGAIN)
-		return IO_AGAIN;
-	if (r == IO_DONE) {
-		conn_close(c, EG_END_CLIENT_CLOSED);
-		return IO_DONE;
+	r = eg_pend_flush(c, &c->u2c, c->cio.fd);
+	if (r == EG_IO_AGAIN)
+		return EG_IO_AGAIN;
+	if (r == EG_IO_ERR) {
+		eg_conn_close(c, EG_END_CLIENT_CLOSED);
+		return EG_IO_CLOSED;
 	}
 	if (c->close_after) {
 		shutdown(c->cio.fd, SHUT_WR);
-		conn_set_state(c, EG_CS_LINGER);
-		return IO_AGAIN;
+		eg_conn_set_state(c, EG_CS_LINGER);
+		return EG_IO_AGAIN;
 	}
 	/*
 	 * The 200 is out: the tunnel opens and the head buffer goes away
@@ -1384,11 +870,11 @@ conn_do_replying(struct eg_conn *c)
 	extra = c->h->len - c->h->req.head_len;
 	if (extra > 0) {
 		cap = c->cfg->sni_check ? SNIBUF : TUNBUF;
-		if (pend_reserve(c, &c->c2u, extra > cap ? extra : cap) ==
-		    -1 || pend_append(c, &c->c2u, c->h->buf +
+		if (eg_pend_reserve(c, &c->c2u, extra > cap ? extra : cap) ==
+		    -1 || eg_pend_append(c, &c->c2u, c->h->buf +
 		    c->h->req.head_len, extra) == -1) {
-			conn_close(c, EG_END_ERROR);
-			return IO_DONE;
+			eg_conn_close(c, EG_END_ERROR);
+			return EG_IO_CLOSED;
 		}
 		if (!c->cfg->sni_check)
 			c->up += extra;
@@ -1396,17 +882,12 @@ conn_do_replying(struct eg_conn *c)
 	c->method = "CONNECT";	/* c->h->req.method goes with c->h */
 	head_put(c->w, c->h);
 	c->h = NULL;
-	if (c->cfg->sni_check) {
-		conn_set_state(c, EG_CS_SNI);
-		if (extra > 0)
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    c->cfg->header_timeout_ms);
-	} else
-		conn_set_state(c, EG_CS_TUNNEL);
-	return IO_OK;
+	/* with held bytes, SNI's timer is header_timeout from the start */
+	eg_conn_set_state(c, c->cfg->sni_check ? EG_CS_SNI : EG_CS_TUNNEL);
+	return EG_IO_OK;
 }
 
-static enum eg_io_res
+static enum eg_io_st
 conn_do_linger(struct eg_conn *c)
 {
 	ssize_t n;
@@ -1418,330 +899,10 @@ conn_do_linger(struct eg_conn *c)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
-		conn_close(c, EG_END_NONE);
-		return IO_DONE;
+			return EG_IO_AGAIN;
+		eg_conn_close(c, EG_END_NONE);
+		return EG_IO_CLOSED;
 	}
-}
-
-/* --- plain HTTP ------------------------------------------------------------ */
-
-static void
-conn_forward_begin(struct eg_conn *c)
-{
-	struct head *h = c->h;
-	struct eg_req *q = &h->req;
-	struct fwd *f;
-	char *out = (char *)c->w->scratch;
-	ssize_t n;
-	size_t extra;
-	int64_t body;
-
-	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
-	if (f == NULL) {
-		conn_close(c, EG_END_ERROR);
-		return;
-	}
-	c->f = f;
-	f->is_head = strcmp(q->method, "HEAD") == 0;
-	f->keepalive = !q->close;
-	/* upstream always gets Connection: close: one request each */
-	n = eg_req_origin_head(h->buf, q, 0, out, sizeof(c->w->scratch));
-	/* body bytes already read with the head; with the rewritten head
-	 * they may exceed TUNBUF (at most max_header_bytes + the rewrite) */
-	extra = h->len - q->head_len;
-	if (n < 0 || pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
-	    pend_append(c, &c->c2u, out, (size_t)n) == -1) {
-		conn_close(c, EG_END_ERROR);
-		return;
-	}
-	if (q->chunked) {
-		f->req_chunked = 1;
-		eg_chunk_init(&f->req_chunk);
-		f->req_left = -1;
-	} else
-		f->req_left = q->content_length > 0 ? q->content_length : 0;
-	body = 0;
-	if (extra > 0 && !f->req_done) {
-		if (f->req_chunked) {
-			int done = 0;
-			ssize_t k = eg_chunk_feed(&f->req_chunk,
-			    h->buf + q->head_len, extra, &done);
-			if (k < 0) {
-				conn_close(c, EG_END_ERROR);
-				return;
-			}
-			body = k;
-			f->req_done = done;
-		} else {
-			body = (int64_t)extra < f->req_left ? (int64_t)extra :
-			    f->req_left;
-			f->req_left -= body;
-		}
-		if (pend_append(c, &c->c2u, h->buf + q->head_len,
-		    (size_t)body) == -1) {
-			conn_close(c, EG_END_ERROR);
-			return;
-		}
-		c->up += (uint64_t)body;
-	}
-	if (!f->req_chunked && f->req_left == 0)
-		f->req_done = 1;
-	/* keep what follows (a pipelined request) at the buffer start */
-	memmove(h->buf, h->buf + q->head_len + body,
-	    extra - (size_t)body);
-	h->len = extra - (size_t)body;
-	h->scan = 0;
-	conn_set_state(c, EG_CS_FORWARD);
-}
-
-/* Relay the request body: bounded by Content-Length or chunk framing. */
-static enum eg_io_res
-fwd_request(struct eg_conn *c)
-{
-	struct fwd *f = c->f;
-	uint8_t *s = c->w->scratch;
-	ssize_t n, k;
-	int done = 0;
-
-	if (c->c2u.buf != NULL) {
-		if (pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
-			return IO_DONE;
-		if (c->c2u.buf != NULL)
-			return IO_AGAIN;
-	}
-	while (!f->req_done) {
-		size_t want = TUNBUF;
-
-		if (!f->req_chunked && (uint64_t)f->req_left < want)
-			want = (size_t)f->req_left;
-		/* what follows the last chunk is the next request's head,
-		 * kept in c->h: never read more than it holds */
-		if (f->req_chunked && c->h->cap < want)
-			want = c->h->cap;
-		n = recv(c->cio.fd, s, want, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return IO_AGAIN;
-		if (n <= 0) {
-			c->c_eof = 1;
-			return IO_DONE;
-		}
-		c->last = eg_loop_now(c->w->loop);
-		if (f->req_chunked) {
-			k = eg_chunk_feed(&f->req_chunk, s, (size_t)n, &done);
-			if (k < 0)
-				return IO_DONE;
-			/* bytes past the body: the next request's head */
-			if (k < n) {
-				memcpy(c->h->buf, s + k, (size_t)(n - k));
-				c->h->len = (size_t)(n - k);
-			}
-			n = k;
-			f->req_done = done;
-		} else {
-			f->req_left -= n;
-			if (f->req_left == 0)
-				f->req_done = 1;
-		}
-		c->up += (uint64_t)n;
-		if (pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    pend_flush(c, &c->c2u, c->uio.fd) == IO_DONE)
-			return IO_DONE;
-		if (c->c2u.buf != NULL)
-			return IO_AGAIN;
-	}
-	return IO_AGAIN;
-}
-
-/* Read the response head, then relay the body as its framing says. */
-static enum eg_io_res
-fwd_response(struct eg_conn *c)
-{
-	struct fwd *f = c->f;
-	size_t cap = c->cfg->max_header_bytes, hl = 0, scan = 0, extra;
-	char *out = (char *)c->w->scratch;
-	const char *why;
-	enum eg_parse r;
-	ssize_t n, k;
-	int done = 0, ka;
-
-	if (c->u2c.buf != NULL) {
-		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-			c->end = EG_END_CLIENT_CLOSED;
-			return IO_DONE;
-		}
-		if (c->u2c.buf != NULL)
-			return IO_AGAIN;
-	}
-	while (!f->resp_head_done) {
-		r = EG_PARSE_AGAIN;
-		if (f->rlen > 0) {
-			scan = 0;
-			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
-			if (r == EG_PARSE_BAD)
-				return IO_DONE;
-		}
-		if (r != EG_PARSE_OK) {
-			if (f->rlen == cap)
-				return IO_DONE;
-			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
-			    0);
-			if (n == -1 && errno == EINTR)
-				continue;
-			if (n == -1 && (errno == EAGAIN ||
-			    errno == EWOULDBLOCK))
-				return IO_AGAIN;
-			if (n <= 0) {
-				c->end = EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
-			}
-			f->rlen += (size_t)n;
-			continue;
-		}
-		memset(&f->resp, 0, sizeof(f->resp));
-		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
-			return IO_DONE;
-		if (f->resp.status == 101)
-			return IO_DONE;	/* an upgrade: not for plain HTTP */
-		if (f->resp.status < 200) {
-			/*
-			 * An interim response (100 Continue to a client that
-			 * sent Expect, 103 Early Hints): passed on as it came,
-			 * then the next head is read.
-			 */
-			if (pend_reserve(c, &c->u2c, hl) == -1 ||
-			    pend_append(c, &c->u2c, f->rbuf, hl) == -1)
-				return IO_DONE;
-			f->rlen -= hl;
-			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-				c->end = EG_END_CLIENT_CLOSED;
-				return IO_DONE;
-			}
-			if (c->u2c.buf != NULL)
-				return IO_AGAIN;
-			continue;
-		}
-		f->resp_head_done = 1;
-		if (f->is_head || f->resp.nobody)
-			f->resp_left = 0;
-		else if (f->resp.chunked) {
-			f->resp_chunked = 1;
-			eg_chunk_init(&f->resp_chunk);
-		} else if (f->resp.content_length >= 0)
-			f->resp_left = f->resp.content_length;
-		else {
-			f->resp_eof_delim = 1;
-			f->keepalive = 0;
-		}
-		ka = f->keepalive;
-		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
-		    sizeof(c->w->scratch));
-		if (k < 0 || pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
-		    pend_append(c, &c->u2c, out, (size_t)k) == -1)
-			return IO_DONE;
-		extra = f->rlen - hl;
-		if (extra > 0) {
-			memmove(f->rbuf, f->rbuf + hl, extra);
-			f->rlen = extra;
-		} else
-			f->rlen = 0;
-	}
-	/* body bytes that came with the head are in rbuf[0..rlen) */
-	for (;;) {
-		uint8_t *p;
-
-		/* the rewritten head (or earlier body) must go out first:
-		 * u2c holds at most TUNBUF */
-		if (c->u2c.buf != NULL) {
-			if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-				c->end = EG_END_CLIENT_CLOSED;
-				return IO_DONE;
-			}
-			if (c->u2c.buf != NULL)
-				break;
-		}
-		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
-		    f->resp_left == 0) {
-			f->resp_done = 1;
-			break;
-		}
-		if (f->rlen > 0) {
-			/* body bytes that came with the head, a pending
-			 * buffer's worth at a time */
-			n = f->rlen > TUNBUF ? TUNBUF : (ssize_t)f->rlen;
-			memcpy(c->w->scratch, f->rbuf, (size_t)n);
-			memmove(f->rbuf, f->rbuf + n, f->rlen - (size_t)n);
-			f->rlen -= (size_t)n;
-			p = c->w->scratch;
-		} else {
-			n = recv(c->uio.fd, c->w->scratch, TUNBUF, 0);
-			if (n == -1 && errno == EINTR)
-				continue;
-			if (n == -1 && (errno == EAGAIN ||
-			    errno == EWOULDBLOCK))
-				break;
-			if (n <= 0) {
-				if (f->resp_eof_delim) {
-					f->resp_done = 1;
-					break;
-				}
-				c->end = EG_END_UPSTREAM_CLOSED;
-				return IO_DONE;
-			}
-			p = c->w->scratch;
-		}
-		c->last = eg_loop_now(c->w->loop);
-		if (f->resp_chunked) {
-			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
-			if (k < 0)
-				return IO_DONE;
-			n = k;
-			if (done)
-				f->resp_done = 1;
-		} else if (!f->resp_eof_delim) {
-			if (n > f->resp_left)
-				n = (ssize_t)f->resp_left;
-			f->resp_left -= n;
-		}
-		c->down += (uint64_t)n;
-		if (pend_append(c, &c->u2c, p, (size_t)n) == -1)
-			return IO_DONE;
-		if (pend_flush(c, &c->u2c, c->cio.fd) == IO_DONE) {
-			c->end = EG_END_CLIENT_CLOSED;
-			return IO_DONE;
-		}
-		if (f->resp_done || c->u2c.buf != NULL)
-			break;
-	}
-	return IO_AGAIN;
-}
-
-static void	conn_reset_for_next(struct eg_conn *);
-
-static enum eg_io_res
-conn_do_forward(struct eg_conn *c)
-{
-	struct fwd *f = c->f;
-
-	if (fwd_request(c) == IO_DONE) {
-		conn_close(c, c->c_eof ? EG_END_CLIENT_CLOSED : EG_END_ERROR);
-		return IO_DONE;
-	}
-	if (fwd_response(c) == IO_DONE) {
-		conn_close(c, c->end ? c->end : EG_END_ERROR);
-		return IO_DONE;
-	}
-	if (!f->resp_done || c->u2c.buf != NULL)
-		return IO_AGAIN;
-	if (!f->req_done || !f->keepalive) {
-		conn_close(c, EG_END_DONE);
-		return IO_DONE;
-	}
-	conn_reset_for_next(c);
-	return c->state == EG_CS_HEAD ? IO_OK : IO_DONE;
 }
 
 /* --- lifecycle -------------------------------------------------------------- */
@@ -1752,6 +913,8 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 	struct egress_event ev;
 	int64_t now = eg_wall_ms();
 
+	if (!c->allowed)
+		EG_BUG(c->ex, "a CLOSE line without its ALLOW");
 	conn_event(c, &ev, EGRESS_EV_CLOSE);
 	ev.up = c->up;
 	ev.down = c->down;
@@ -1765,8 +928,8 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 
 /* After a plain-HTTP response: close the upstream, log CLOSE, and read
  * the next request on the same client connection. */
-static void
-conn_reset_for_next(struct eg_conn *c)
+void
+eg_conn_reset_for_next(struct eg_conn *c)
 {
 	conn_emit_close(c, EG_END_DONE);
 	eg_io_forget(c->w->loop, &c->uio);
@@ -1774,8 +937,8 @@ conn_reset_for_next(struct eg_conn *c)
 	c->uio.fd = -1;
 	eg_free(c->f);
 	c->f = NULL;
-	pend_release(c, &c->c2u);
-	pend_release(c, &c->u2c);
+	eg_pend_release(c, &c->c2u);
+	eg_pend_release(c, &c->u2c);
 	c->up = c->down = 0;
 	c->u_eof = c->u_wshut = 0;
 	c->decided = 0;
@@ -1783,11 +946,11 @@ conn_reset_for_next(struct eg_conn *c)
 	c->method = NULL;
 	c->kept = 1;
 	c->id = __atomic_add_fetch(&c->ex->next_id, 1, __ATOMIC_RELAXED);
-	conn_set_state(c, EG_CS_HEAD);
+	eg_conn_set_state(c, EG_CS_HEAD);
 }
 
-static void
-conn_close(struct eg_conn *c, enum eg_end end)
+void
+eg_conn_close(struct eg_conn *c, enum eg_end end)
 {
 	struct eg_worker *w = c->w;
 
@@ -1795,7 +958,7 @@ conn_close(struct eg_conn *c, enum eg_end end)
 		return;
 	if (c->allowed)
 		conn_emit_close(c, end);
-	eg_timer_stop(w->loop, &c->tmo);
+	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
 	if (c->tres)
 		eg_timer_unreserve(w->loop, 1);
 	c->tres = 0;
@@ -1809,7 +972,6 @@ conn_close(struct eg_conn *c, enum eg_end end)
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	c->state = EG_CS_DEAD;
 	/* unlink from the live list; free after the batch */
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -1845,10 +1007,10 @@ conn_free(struct eg_conn *c)
 {
 	struct eg_worker *w = c->w;
 
-	pend_release(c, &c->c2u);
-	pend_release(c, &c->u2c);
-	pipe_put(c, &c->c2u);
-	pipe_put(c, &c->u2c);
+	eg_pend_release(c, &c->c2u);
+	eg_pend_release(c, &c->u2c);
+	eg_pipe_put(c, &c->c2u);
+	eg_pipe_put(c, &c->u2c);
 	head_put(w, c->h);
 	eg_free(c->f);
 	eg_cfg_unref(c->cfg);
@@ -1898,20 +1060,21 @@ eg_conn_reap(struct eg_worker *w)
 static void
 conn_step(struct eg_conn *c)
 {
-	enum eg_io_res r = IO_OK;
+	enum eg_io_st r = EG_IO_OK;
 
 	c->in_step = 1;
-	while (r == IO_OK) {
+	while (r == EG_IO_OK) {
 		switch (c->state) {
 		case EG_CS_HEAD:	r = conn_do_head(c);		break;
 		case EG_CS_RESOLVING:	r = conn_do_resolving(c);	break;
-		case EG_CS_CONNECTING:	r = IO_AGAIN;			break;
+		case EG_CS_CONNECTING:	r = conn_do_connecting(c);	break;
 		case EG_CS_REPLYING:	r = conn_do_replying(c);	break;
-		case EG_CS_SNI:		r = conn_do_sni(c);		break;
-		case EG_CS_TUNNEL:	r = conn_do_tunnel(c);		break;
-		case EG_CS_FORWARD:	r = conn_do_forward(c);		break;
+		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
+		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
+		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
-		case EG_CS_DEAD:	r = IO_DONE;			break;
+		case EG_CS_NEW:
+		case EG_CS_DEAD:	r = EG_IO_CLOSED;			break;
 		}
 	}
 	c->in_step = 0;
@@ -1940,16 +1103,7 @@ conn_uio(void *arg, uint32_t events)
 		c->u2c.rd = 1;
 	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
 		c->u2c.hup = 1;
-	if (c->state == EG_CS_CONNECTING) {
-		c->in_step = 1;
-		if (conn_do_connecting(c, events) == IO_AGAIN) {
-			c->in_step = 0;
-			if (c->state != EG_CS_DEAD)
-				conn_interest(c);
-			return;
-		}
-		c->in_step = 0;
-	}
+	c->uev = events;	/* for CONNECTING; cleared on its entry */
 	conn_step(c);
 }
 
@@ -1964,7 +1118,7 @@ conn_timeout(void *arg)
 	case EG_CS_HEAD:
 		if (c->kept && c->h->len == 0) {
 			/* an idle kept-alive client: not a request */
-			conn_close(c, EG_END_NONE);
+			eg_conn_close(c, EG_END_NONE);
 			return;
 		}
 		conn_raw_target(c);
@@ -1977,24 +1131,24 @@ conn_timeout(void *arg)
 		if (c->c2u.len > 0) {
 			/* a ClientHello started but did not finish within
 			 * header_timeout: a stalling client, not an idle one */
-			conn_close(c, EG_END_ERROR);
+			eg_conn_close(c, EG_END_ERROR);
 			return;
 		}
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
-		idle = conn_idle_ms(c);
+		idle = eg_conn_idle_ms(c);
 		/* half-open, and fin_timeout is what ran out */
 		fin = c->fin && c->cfg->fin_timeout_ms <= idle;
 		if (now - c->last < idle) {
-			eg_timer_arm(c->w->loop, &c->tmo,
-			    idle - (now - c->last));
+			/* active since: re-armed for what is left */
+			eg_conn_set_state(c, c->state);
 			return;
 		}
-		conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
+		eg_conn_close(c, fin ? c->end : EG_END_IDLE_TIMEOUT);
 		return;
 	case EG_CS_LINGER:
-		conn_close(c, EG_END_NONE);
+		eg_conn_close(c, EG_END_NONE);
 		return;
 	default:
 		return;
@@ -2086,7 +1240,6 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	c->w = w;
 	c->ex = ex;
 	c->sess = ls->sess;
-	c->state = EG_CS_DEAD;		/* conn_set_state below arms HEAD */
 	c->id = __atomic_add_fetch(&ex->next_id, 1, __ATOMIC_RELAXED);
 	eg_io_init(&c->cio, fd, conn_cio, c);
 	eg_io_init(&c->uio, -1, conn_uio, c);
@@ -2108,15 +1261,14 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
 	c->h = head_get(w, c->cfg->max_header_bytes);
 	if (c->h == NULL) {
-		/* refused before any decision (c->state is still DEAD, so
-		 * conn_close() would not even unlink it) */
+		/* refused before any decision (from EG_CS_NEW: no
+		 * header_timeout was armed) */
 		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
 		    "egressd: out of memory");
 		conn_step(c);
 		return;
 	}
-	c->state = EG_CS_HEAD;
-	eg_timer_arm(w->loop, &c->tmo, c->cfg->header_timeout_ms);
+	eg_conn_set_state(c, EG_CS_HEAD);
 	/*
 	 * Each connection needs a second descriptor for its upstream (and a
 	 * pipe pair while splicing): refuse cleanly while there is room to
@@ -2176,7 +1328,7 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;
-		conn_close(c, why);
+		eg_conn_close(c, why);
 		n++;
 	}
 	return n;
@@ -2195,8 +1347,8 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 			    "reached: egressd is shutting down",
 			    c->host.name, c->port);
 			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
-			pend_flush(c, &c->u2c, c->cio.fd);
+			eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
-		conn_close(c, why);
+		eg_conn_close(c, why);
 	}
 }

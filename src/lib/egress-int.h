@@ -26,4 +26,21 @@
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 #endif
 
+struct egress;
+
+/*
+ * An impossible state: a bug in egressd, never a property of its input.
+ * EG_BUG(ex, msg) logs "BUG at FILE:LINE: msg" at EGRESS_LOG_ERR through
+ * ex's log callback (ex may be NULL).  In debug builds (NDEBUG not
+ * defined) it then writes that line to standard error and aborts; in
+ * release builds it returns, and the caller goes on as before.
+ */
+void	eg_bug(struct egress *, const char *file, int line, const char *msg,
+	    int fatal);
+#ifdef NDEBUG
+#define EG_BUG(ex, msg)	eg_bug((ex), __FILE__, __LINE__, (msg), 0)
+#else
+#define EG_BUG(ex, msg)	eg_bug((ex), __FILE__, __LINE__, (msg), 1)
+#endif
+
 #endif

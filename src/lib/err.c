@@ -1,7 +1,12 @@
 /*
- * err.c: formatting of error messages for struct eg_err and struct eg_errs.
+ * err.c: formatting of error messages for struct eg_err and struct eg_errs,
+ * and eg_bug() behind EG_BUG.
  */
 #include "egress-int.h"
+
+#include <unistd.h>
+
+#include "proxy.h"
 
 int
 eg_err_set(struct eg_err *err, int code, const char *fmt, ...)
@@ -100,4 +105,28 @@ eg_quote(const char *s, size_t len, size_t max, char *buf, size_t cap)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+void
+eg_bug(struct egress *ex, const char *file, int line, const char *msg,
+    int fatal)
+{
+	char buf[512];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "BUG at %s:%d: %s", file, line, msg);
+	if (ex != NULL)
+		eg_log(ex, EGRESS_LOG_ERR, "%s", buf);
+	if (!fatal)
+		return;
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf) - 1)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* a debug build stops here, so that a test cannot miss it */
+	if (write(STDERR_FILENO, buf, (size_t)n) == -1) {
+		/* nowhere else to say it */
+	}
+	abort();
 }

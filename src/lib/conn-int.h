@@ -1,0 +1,172 @@
+/*
+ * conn-int.h: what the three files of a client connection share: conn.c
+ * (the state machine), tunnel.c (pending buffers, pipes, the pump, the
+ * TUNNEL and SNI handlers) and forward.c (the plain-HTTP forwarder).
+ * Private to those three; the rest of the library sees only the eg_conn_*
+ * functions in proxy.h.
+ */
+#ifndef EG_CONN_INT_H
+#define EG_CONN_INT_H
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dns.h"
+#include "host.h"
+#include "loop.h"
+#include "proxy.h"
+#include "reqparse.h"
+#include "sni.h"
+
+#define TUNBUF		16384		/* a pending buffer per direction */
+#define SNIBUF		EG_SNI_BUF_MAX
+
+enum eg_cstate {
+	EG_CS_NEW,		/* accepted, not set up yet (a zeroed conn) */
+	EG_CS_HEAD,		/* reading the request head; header_timeout */
+	EG_CS_RESOLVING,	/* waiting for DNS; no fd interest */
+	EG_CS_CONNECTING,	/* connect() in flight; connect_timeout */
+	EG_CS_REPLYING,		/* verdict logged; flushing our reply */
+	EG_CS_SNI,		/* holding client bytes for the ClientHello */
+	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
+	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
+	EG_CS_LINGER,		/* refusal sent; draining the client */
+	EG_CS_DEAD		/* unlinked; on the worker's dead list */
+};
+
+/*
+ * What an I/O step came to.  A state handler returns OK (it changed the
+ * state: step again), AGAIN (it would block: wait for the next event) or
+ * CLOSED (it closed the connection: stop).  A transfer (the pump, the
+ * forwarder's halves) returns AGAIN, or EOF (its source ended where it
+ * must not) or ERR (a socket failed, or a peer broke the framing) with
+ * the end the CLOSE line gives, in a struct eg_io_res.
+ */
+enum eg_io_st { EG_IO_OK, EG_IO_AGAIN, EG_IO_EOF, EG_IO_ERR, EG_IO_CLOSED };
+
+struct eg_io_res {
+	enum eg_io_st	 st;
+	enum eg_end	 end;		/* EOF, ERR: why the connection ends */
+};
+
+#define EG_IO_RES(st, end)	((struct eg_io_res){ (st), (end) })
+
+struct pend {				/* bytes read but not yet written */
+	uint8_t		*buf;		/* copied bytes, from the pool */
+	size_t		 cap;		/* of buf: TUNBUF, or more */
+	size_t		 off, len;
+	int		 pipe[2];	/* spliced bytes; -1: no pipe */
+	size_t		 plen;		/* bytes sitting in the pipe */
+	int		 rd;		/* the source may have bytes to read */
+	int		 hup;		/* the source's FIN is queued (EPOLLRDHUP):
+					   a short read reaches it */
+	int		 bulk;		/* full reads seen: splice, not copy */
+};
+
+/* The request head and its parse; released once a tunnel opens. */
+struct head {
+	struct head	*next;		/* in the worker's pool */
+	size_t		 cap;		/* of buf: max_header_bytes */
+	size_t		 len, scan;
+	struct eg_req	 req;
+	struct sockaddr_storage addrs[EG_DNS_MAXADDR];	/* to connect to */
+	size_t		 naddr, ai;	/* how many; the next to try */
+	uint8_t		 buf[];		/* max_header_bytes */
+};
+
+/* Plain-HTTP response framing, for one forwarded request. */
+struct fwd {
+	int64_t		 req_left;	/* request body bytes still to send */
+	struct eg_chunk	 req_chunk;
+	int		 req_chunked, req_done;
+	int		 resp_head_done, resp_done, resp_eof_delim;
+	int64_t		 resp_left;
+	struct eg_chunk	 resp_chunk;
+	int		 resp_chunked, keepalive, is_head;
+	size_t		 rlen;
+	struct eg_resp	 resp;
+	uint8_t		 rbuf[];	/* response head, max_header_bytes */
+};
+
+struct eg_conn {
+	struct eg_worker	*w;
+	struct egress		*ex;
+	struct eg_conn		*prev, *next;
+	struct eg_cfg		*cfg;		/* the snapshot it was decided
+						   under (a reference) */
+	struct eg_session	*sess;
+	enum eg_cstate		 state;
+	uint64_t		 id;
+	uint64_t		 gen;		/* sess->gen at decision */
+	int64_t			 t0;		/* wall ms at ALLOW */
+	uint64_t		 last;		/* loop ms of last activity */
+	struct eg_io		 cio, uio;
+	struct eg_timer		 tmo;
+	char			 client[64];
+	struct sockaddr_storage	 cpeer;		/* for the per-client cap */
+	int			 counted;	/* holds a per-client slot */
+	int			 tres;		/* holds a timer slot */
+
+	struct head		*h;		/* until the tunnel opens */
+	struct fwd		*f;
+	struct eg_host		 host;		/* the request's target */
+	uint16_t		 port;
+	int			 kept;		/* plain HTTP: between requests */
+	const char		*method;	/* static or in h */
+	const char		*phase;		/* of the ALLOW; in c->cfg */
+	const struct eg_rule	*rule;
+	int			 report;
+	int			 trusted;	/* addresses the operator wrote */
+	char			 addr[INET6_ADDRSTRLEN];
+	int			 dns_pending, dns_done, in_step;
+	uint32_t		 uev;		/* upstream events for CONNECTING */
+	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */
+	int			 dns_status;
+	char			 dns_reason[64];
+
+	struct pend		 c2u, u2c;
+	int			 c_eof, u_eof;	/* read side saw EOF */
+	int			 c_wshut, u_wshut;
+	int			 fin;		/* a side ended: fin_timeout */
+	uint64_t		 up, down;
+	int			 allowed;	/* ALLOW written: owes a CLOSE */
+	int			 decided;	/* a verdict was written */
+	int			 close_after;	/* close once u2c is flushed */
+	int			 nosplice;	/* copy, do not splice */
+	enum eg_end		 end;		/* tunnel: the side that ended first */
+	char			 sni[256];
+};
+
+/* conn.c */
+/*
+ * The only writer of c->state, and the only place that arms or stops the
+ * connection's timer.  A change of state runs the new state's entry
+ * actions; with to == c->state it only re-arms the state's timer, after
+ * what it depends on moved (the first byte of a ClientHello, the first
+ * EOF of a tunnel, activity since the last expiry).
+ */
+void	eg_conn_set_state(struct eg_conn *, enum eg_cstate);
+/* CLOSE line if owed, close both sockets, unlink; freed after the batch. */
+void	eg_conn_close(struct eg_conn *, enum eg_end);
+/* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
+unsigned eg_conn_idle_ms(const struct eg_conn *);
+/* After a plain-HTTP response: CLOSE, then HEAD for the next request. */
+void	eg_conn_reset_for_next(struct eg_conn *);
+
+/* tunnel.c */
+int	eg_pend_busy(const struct pend *);
+void	eg_pend_release(struct eg_conn *, struct pend *);
+int	eg_pend_reserve(struct eg_conn *, struct pend *, size_t);
+void	eg_pipe_put(struct eg_conn *, struct pend *);
+int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
+enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
+enum eg_io_st eg_tunnel_do(struct eg_conn *);
+enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
+
+/* forward.c */
+void	eg_forward_begin(struct eg_conn *);
+enum eg_io_st eg_forward_do(struct eg_conn *);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * forward.c: plain-HTTP forwarding (absolute-form requests, plain_http = on):
+ * the request is rewritten to origin form and relayed with its body, the
+ * response head is rewritten and its body relayed as its framing says.  The
+ * FORWARD state's handler, called by conn_step() in conn.c.
+ */
+#include "egress-int.h"
+
+#include <sys/socket.h>
+
+#include "alloc.h"
+#include "conn-int.h"
+#include "loop.h"
+#include "proxy.h"
+#include "reqparse.h"
+
+/* --- plain HTTP ------------------------------------------------------------ */
+
+void
+eg_forward_begin(struct eg_conn *c)
+{
+	struct head *h = c->h;
+	struct eg_req *q = &h->req;
+	struct fwd *f;
+	char *out = (char *)c->w->scratch;
+	ssize_t n;
+	size_t extra;
+	int64_t body;
+
+	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
+	if (f == NULL) {
+		eg_conn_close(c, EG_END_ERROR);
+		return;
+	}
+	c->f = f;
+	f->is_head = strcmp(q->method, "HEAD") == 0;
+	f->keepalive = !q->close;
+	/* upstream always gets Connection: close: one request each */
+	n = eg_req_origin_head(h->buf, q, 0, out, sizeof(c->w->scratch));
+	/* body bytes already read with the head; with the rewritten head
+	 * they may exceed TUNBUF (at most max_header_bytes + the rewrite) */
+	extra = h->len - q->head_len;
+	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
+	    eg_pend_append(c, &c->c2u, out, (size_t)n) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
+		return;
+	}
+	if (q->chunked) {
+		f->req_chunked = 1;
+		eg_chunk_init(&f->req_chunk);
+		f->req_left = -1;
+	} else
+		f->req_left = q->content_length > 0 ? q->content_length : 0;
+	body = 0;
+	if (extra > 0 && !f->req_done) {
+		if (f->req_chunked) {
+			int done = 0;
+			ssize_t k = eg_chunk_feed(&f->req_chunk,
+			    h->buf + q->head_len, extra, &done);
+			if (k < 0) {
+				eg_conn_close(c, EG_END_ERROR);
+				return;
+			}
+			body = k;
+			f->req_done = done;
+		} else {
+			body = (int64_t)extra < f->req_left ? (int64_t)extra :
+			    f->req_left;
+			f->req_left -= body;
+		}
+		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
+		    (size_t)body) == -1) {
+			eg_conn_close(c, EG_END_ERROR);
+			return;
+		}
+		c->up += (uint64_t)body;
+	}
+	if (!f->req_chunked && f->req_left == 0)
+		f->req_done = 1;
+	/* keep what follows (a pipelined request) at the buffer start */
+	memmove(h->buf, h->buf + q->head_len + body,
+	    extra - (size_t)body);
+	h->len = extra - (size_t)body;
+	h->scan = 0;
+	eg_conn_set_state(c, EG_CS_FORWARD);
+}
+
+/* Relay the request body: bounded by Content-Length or chunk framing. */
+static struct eg_io_res
+fwd_request(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	uint8_t *s = c->w->scratch;
+	ssize_t n, k;
+	int done = 0;
+
+	if (c->c2u.buf != NULL) {
+		if (eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (c->c2u.buf != NULL)
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	}
+	while (!f->req_done) {
+		size_t want = TUNBUF;
+
+		if (!f->req_chunked && (uint64_t)f->req_left < want)
+			want = (size_t)f->req_left;
+		/* what follows the last chunk is the next request's head,
+		 * kept in c->h: never read more than it holds */
+		if (f->req_chunked && c->h->cap < want)
+			want = c->h->cap;
+		n = recv(c->cio.fd, s, want, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+		if (n <= 0) {
+			c->c_eof = 1;
+			return EG_IO_RES(n == 0 ? EG_IO_EOF : EG_IO_ERR,
+			    EG_END_CLIENT_CLOSED);
+		}
+		c->last = eg_loop_now(c->w->loop);
+		if (f->req_chunked) {
+			k = eg_chunk_feed(&f->req_chunk, s, (size_t)n, &done);
+			if (k < 0)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			/* bytes past the body: the next request's head */
+			if (k < n) {
+				memcpy(c->h->buf, s + k, (size_t)(n - k));
+				c->h->len = (size_t)(n - k);
+			}
+			n = k;
+			f->req_done = done;
+		} else {
+			f->req_left -= n;
+			if (f->req_left == 0)
+				f->req_done = 1;
+		}
+		c->up += (uint64_t)n;
+		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
+		    eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (c->c2u.buf != NULL)
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	}
+	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+}
+
+/* Read the response head, then relay the body as its framing says. */
+static struct eg_io_res
+fwd_response(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	size_t cap = c->cfg->max_header_bytes, hl = 0, scan = 0, extra;
+	char *out = (char *)c->w->scratch;
+	const char *why;
+	enum eg_parse r;
+	ssize_t n, k;
+	int done = 0, ka;
+
+	if (c->u2c.buf != NULL) {
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
+		if (c->u2c.buf != NULL)
+			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	}
+	while (!f->resp_head_done) {
+		r = EG_PARSE_AGAIN;
+		if (f->rlen > 0) {
+			scan = 0;
+			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
+			if (r == EG_PARSE_BAD)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		}
+		if (r != EG_PARSE_OK) {
+			if (f->rlen == cap)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
+			    0);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			if (n <= 0)
+				return EG_IO_RES(n == 0 ? EG_IO_EOF :
+				    EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
+			f->rlen += (size_t)n;
+			continue;
+		}
+		memset(&f->resp, 0, sizeof(f->resp));
+		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (f->resp.status == 101)
+			/* an upgrade: not for plain HTTP */
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (f->resp.status < 200) {
+			/*
+			 * An interim response (100 Continue to a client that
+			 * sent Expect, 103 Early Hints): passed on as it came,
+			 * then the next head is read.
+			 */
+			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
+			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			f->rlen -= hl;
+			memmove(f->rbuf, f->rbuf + hl, f->rlen);
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
+			if (c->u2c.buf != NULL)
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			continue;
+		}
+		f->resp_head_done = 1;
+		if (f->is_head || f->resp.nobody)
+			f->resp_left = 0;
+		else if (f->resp.chunked) {
+			f->resp_chunked = 1;
+			eg_chunk_init(&f->resp_chunk);
+		} else if (f->resp.content_length >= 0)
+			f->resp_left = f->resp.content_length;
+		else {
+			f->resp_eof_delim = 1;
+			f->keepalive = 0;
+		}
+		ka = f->keepalive;
+		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
+		    sizeof(c->w->scratch));
+		if (k < 0 || eg_pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
+		    eg_pend_append(c, &c->u2c, out, (size_t)k) == -1)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		extra = f->rlen - hl;
+		if (extra > 0) {
+			memmove(f->rbuf, f->rbuf + hl, extra);
+			f->rlen = extra;
+		} else
+			f->rlen = 0;
+	}
+	/* body bytes that came with the head are in rbuf[0..rlen) */
+	for (;;) {
+		uint8_t *p;
+
+		/* the rewritten head (or earlier body) must go out first:
+		 * u2c holds at most TUNBUF */
+		if (c->u2c.buf != NULL) {
+			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
+			if (c->u2c.buf != NULL)
+				break;
+		}
+		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
+		    f->resp_left == 0) {
+			f->resp_done = 1;
+			break;
+		}
+		if (f->rlen > 0) {
+			/* body bytes that came with the head, a pending
+			 * buffer's worth at a time */
+			n = f->rlen > TUNBUF ? TUNBUF : (ssize_t)f->rlen;
+			memcpy(c->w->scratch, f->rbuf, (size_t)n);
+			memmove(f->rbuf, f->rbuf + n, f->rlen - (size_t)n);
+			f->rlen -= (size_t)n;
+			p = c->w->scratch;
+		} else {
+			n = recv(c->uio.fd, c->w->scratch, TUNBUF, 0);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				break;
+			if (n <= 0) {
+				if (f->resp_eof_delim) {
+					f->resp_done = 1;
+					break;
+				}
+				return EG_IO_RES(n == 0 ? EG_IO_EOF :
+				    EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
+			}
+			p = c->w->scratch;
+		}
+		c->last = eg_loop_now(c->w->loop);
+		if (f->resp_chunked) {
+			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
+			if (k < 0)
+				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			n = k;
+			if (done)
+				f->resp_done = 1;
+		} else if (!f->resp_eof_delim) {
+			if (n > f->resp_left)
+				n = (ssize_t)f->resp_left;
+			f->resp_left -= n;
+		}
+		c->down += (uint64_t)n;
+		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
+		if (f->resp_done || c->u2c.buf != NULL)
+			break;
+	}
+	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+}
+
+enum eg_io_st
+eg_forward_do(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	struct eg_io_res r;
+
+	r = fwd_request(c);
+	if (r.st == EG_IO_AGAIN)
+		r = fwd_response(c);
+	if (r.st != EG_IO_AGAIN) {
+		eg_conn_close(c, r.end);
+		return EG_IO_CLOSED;
+	}
+	if (!f->resp_done || c->u2c.buf != NULL)
+		return EG_IO_AGAIN;
+	if (!f->req_done || !f->keepalive) {
+		eg_conn_close(c, EG_END_DONE);
+		return EG_IO_CLOSED;
+	}
+	eg_conn_reset_for_next(c);
+	return c->state == EG_CS_HEAD ? EG_IO_OK : EG_IO_CLOSED;
+}
