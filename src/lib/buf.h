@@ -1,7 +1,7 @@
 /*
  * buf.h: the one bounded byte buffer of the library (audit lines, the
- * ring's JSON, metrics text, admin JSON, rewritten heads; the tunnel's
- * pending bytes next).  Every buffer has a cap that no append passes.
+ * ring's JSON, metrics text, admin JSON, rewritten heads, the tunnel's
+ * pending bytes).  Every buffer has a cap that no append passes.
  *
  * Two kinds, one type:
  *

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "dns.h"
 #include "host.h"
 #include "loop.h"
@@ -53,16 +54,22 @@ struct eg_io_res {
 
 #define EG_IO_RES(st, end)	((struct eg_io_res){ (st), (end) })
 
-struct pend {				/* bytes read but not yet written */
-	uint8_t		*buf;		/* copied bytes, from the pool */
-	size_t		 cap;		/* of buf: TUNBUF, or more */
-	size_t		 off, len;
+/*
+ * Bytes read but not yet written, one per direction.  The copied bytes are
+ * a struct eg_buf over fixed storage (buf.h's overflow rule): TUNBUF from
+ * the worker's pool, or more from eg_malloc() (eg_pend_reserve()); no
+ * storage (b.p NULL) while nothing is pending, so an idle tunnel holds
+ * none.  The small fields are narrow so that a pend stays 64 bytes.
+ */
+struct pend {
+	struct eg_buf	 b;		/* copied bytes */
 	int		 pipe[2];	/* spliced bytes; -1: no pipe */
-	size_t		 plen;		/* bytes sitting in the pipe */
-	int		 rd;		/* the source may have bytes to read */
-	int		 hup;		/* the source's FIN is queued (EPOLLRDHUP):
+	uint32_t	 plen;		/* bytes sitting in the pipe, at most
+					   PIPE_BYTES */
+	uint8_t		 rd;		/* the source may have bytes to read */
+	uint8_t		 hup;		/* the source's FIN is queued (EPOLLRDHUP):
 					   a short read reaches it */
-	int		 bulk;		/* full reads seen: splice, not copy */
+	uint8_t		 bulk;		/* full reads seen: splice, not copy */
 };
 
 /* The request head and its parse; released once a tunnel opens. */

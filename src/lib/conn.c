@@ -133,7 +133,7 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
 		break;
 	case EG_CS_SNI:
-		if (c->c2u.len > 0) {
+		if (eg_buf_len(&c->c2u.b) > 0) {
 			/* a ClientHello has begun: it must be complete in
 			 * time, counted from its first byte */
 			eg_timer_arm(loop, &c->tmo, c->cfg->header_timeout_ms);
@@ -1128,7 +1128,7 @@ conn_timeout(void *arg)
 		conn_fail(c, EG_R_CONNECT_TIMEOUT);
 		break;
 	case EG_CS_SNI:
-		if (c->c2u.len > 0) {
+		if (eg_buf_len(&c->c2u.b) > 0) {
 			/* a ClientHello started but did not finish within
 			 * header_timeout: a stalling client, not an idle one */
 			eg_conn_close(c, EG_END_ERROR);

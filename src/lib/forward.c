@@ -91,14 +91,17 @@ fwd_request(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
 	uint8_t *s = c->w->scratch;
+	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0;
 
-	if (c->c2u.buf != NULL) {
-		if (eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		if (c->c2u.buf != NULL)
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	switch (eg_pend_flush(c, &c->c2u, c->uio.fd)) {
+	case EG_IO_OK:
+		break;
+	case EG_IO_AGAIN:
+		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	default:
+		return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 	}
 	while (!f->req_done) {
 		size_t want = TUNBUF;
@@ -138,9 +141,9 @@ fwd_request(struct eg_conn *c)
 		}
 		c->up += (uint64_t)n;
 		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    eg_pend_flush(c, &c->c2u, c->uio.fd) == EG_IO_ERR)
+		    (st = eg_pend_flush(c, &c->c2u, c->uio.fd)) == EG_IO_ERR)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		if (c->c2u.buf != NULL)
+		if (st == EG_IO_AGAIN)
 			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
@@ -155,14 +158,17 @@ fwd_response(struct eg_conn *c)
 	char *out = (char *)c->w->scratch;
 	const char *why;
 	enum eg_parse r;
+	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0, ka;
 
-	if (c->u2c.buf != NULL) {
-		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (c->u2c.buf != NULL)
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	switch (eg_pend_flush(c, &c->u2c, c->cio.fd)) {
+	case EG_IO_OK:
+		break;
+	case EG_IO_AGAIN:
+		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+	default:
+		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 	}
 	while (!f->resp_head_done) {
 		r = EG_PARSE_AGAIN;
@@ -205,9 +211,10 @@ fwd_response(struct eg_conn *c)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			f->rlen -= hl;
 			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+			if (st == EG_IO_ERR)
 				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-			if (c->u2c.buf != NULL)
+			if (st == EG_IO_AGAIN)
 				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 			continue;
 		}
@@ -242,12 +249,11 @@ fwd_response(struct eg_conn *c)
 
 		/* the rewritten head (or earlier body) must go out first:
 		 * u2c holds at most TUNBUF */
-		if (c->u2c.buf != NULL) {
-			if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-			if (c->u2c.buf != NULL)
-				break;
-		}
+		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+		if (st == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
+		if (st == EG_IO_AGAIN)
+			break;
 		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
 		    f->resp_left == 0) {
 			f->resp_done = 1;
@@ -294,9 +300,10 @@ fwd_response(struct eg_conn *c)
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+		if (st == EG_IO_ERR)
 			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (f->resp_done || c->u2c.buf != NULL)
+		if (f->resp_done || st == EG_IO_AGAIN)
 			break;
 	}
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
@@ -315,7 +322,7 @@ eg_forward_do(struct eg_conn *c)
 		eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
-	if (!f->resp_done || c->u2c.buf != NULL)
+	if (!f->resp_done || eg_pend_busy(&c->u2c))
 		return EG_IO_AGAIN;
 	if (!f->req_done || !f->keepalive) {
 		eg_conn_close(c, EG_END_DONE);

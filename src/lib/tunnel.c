@@ -21,7 +21,7 @@
 
 /* --- buffers -------------------------------------------------------------- */
 
-static uint8_t *
+static void *
 buf_get(struct eg_worker *w)
 {
 	void *b = w->bufpool;
@@ -35,7 +35,7 @@ buf_get(struct eg_worker *w)
 }
 
 static void
-buf_put(struct eg_worker *w, uint8_t *b)
+buf_put(struct eg_worker *w, void *b)
 {
 	if (b == NULL)
 		return;
@@ -48,15 +48,20 @@ buf_put(struct eg_worker *w, uint8_t *b)
 	w->nbufpool++;
 }
 
+/*
+ * Give p's storage back (pooled storage to the pool, a larger one to
+ * free()); p is then empty, with no storage and no error.
+ */
 void
 eg_pend_release(struct eg_conn *c, struct pend *p)
 {
-	if (p->cap == TUNBUF)
-		buf_put(c->w, p->buf);
-	else
-		eg_free(p->buf);	/* a larger one: not kept in the pool */
-	p->buf = NULL;
-	p->cap = p->off = p->len = 0;
+	if (p->b.p != NULL) {
+		if (p->b.cap == TUNBUF)
+			buf_put(c->w, p->b.p);
+		else
+			eg_free(p->b.p);	/* larger: not kept in the pool */
+	}
+	eg_buf_init(&p->b, NULL, 0);
 }
 
 /*
@@ -66,15 +71,14 @@ eg_pend_release(struct eg_conn *c, struct pend *p)
 int
 eg_pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 {
-	uint8_t *b;
+	void *b;
 
 	if (n <= TUNBUF || eg_pend_busy(p))
 		return 0;
 	if ((b = eg_malloc(n)) == NULL)
 		return -1;
 	eg_pend_release(c, p);
-	p->buf = b;
-	p->cap = n;
+	eg_buf_init(&p->b, b, n);
 	return 0;
 }
 
@@ -82,7 +86,7 @@ eg_pend_reserve(struct eg_conn *c, struct pend *p, size_t n)
 int
 eg_pend_busy(const struct pend *p)
 {
-	return (p->buf != NULL && p->off < p->len) || p->plen > 0;
+	return eg_buf_len(&p->b) > 0 || p->plen > 0;
 }
 
 /* Take a pipe for splicing: from the worker's pool, else a new one. */
@@ -127,33 +131,40 @@ eg_pipe_put(struct eg_conn *c, struct pend *p)
 	p->plen = 0;
 }
 
-/* Queue bytes for the client (reply text, response heads). */
+/*
+ * Queue n bytes on p (reply text, heads, what a peer would not take):
+ * storage from the pool first if p has none.  -1 when that fails, or
+ * under buf.h's overflow rule (then p is failed until released, and
+ * eg_pend_flush() reports EG_IO_ERR rather than send a gap).
+ */
 int
 eg_pend_append(struct eg_conn *c, struct pend *p, const void *d, size_t n)
 {
-	if (p->buf == NULL) {
-		if ((p->buf = buf_get(c->w)) == NULL)
+	void *s;
+
+	if (p->b.p == NULL) {
+		if ((s = buf_get(c->w)) == NULL)
 			return -1;
-		p->cap = TUNBUF;
+		eg_buf_init(&p->b, s, TUNBUF);
 	}
-	if (p->off > 0 && p->off == p->len)
-		p->off = p->len = 0;
-	if (p->len > p->cap || p->cap - p->len < n)
-		return -1;
-	memcpy(p->buf + p->len, d, n);
-	p->len += n;
-	return 0;
+	return eg_buf_add(&p->b, d, n);
 }
 
-/* Write what is pending on p to fd.  EG_IO_OK when empty, EG_IO_AGAIN,
- * EG_IO_ERR on a write error (peer gone). */
+/*
+ * Write what is pending on p to fd; once all of it is out the storage is
+ * released.  EG_IO_OK when empty, EG_IO_AGAIN, EG_IO_ERR on a write error
+ * (peer gone) or when an append to p failed (bytes are missing).
+ */
 enum eg_io_st
 eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 {
 	ssize_t n;
 
-	while (p->buf != NULL && p->off < p->len) {
-		n = send(fd, p->buf + p->off, p->len - p->off, MSG_NOSIGNAL);
+	if (eg_buf_failed(&p->b))
+		return EG_IO_ERR;
+	while (eg_buf_len(&p->b) > 0) {
+		n = send(fd, eg_buf_data(&p->b), eg_buf_len(&p->b),
+		    MSG_NOSIGNAL);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -161,7 +172,7 @@ eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 				return EG_IO_AGAIN;
 			return EG_IO_ERR;
 		}
-		p->off += (size_t)n;
+		eg_buf_consume(&p->b, (size_t)n);
 	}
 	eg_pend_release(c, p);
 	return EG_IO_OK;
@@ -196,7 +207,7 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 				    EG_END_CLIENT_CLOSED :
 				    EG_END_UPSTREAM_CLOSED);
 			}
-			p->plen -= (size_t)n;
+			p->plen -= (uint32_t)n;
 		}
 		if (*src_eof || !p->rd || rounds++ == 4) {
 			eg_pipe_put(c, p);
@@ -225,7 +236,7 @@ pump_splice(struct eg_conn *c, int src, int dst, struct pend *p,
 		}
 		c->last = eg_loop_now(c->w->loop);
 		*count += (uint64_t)n;
-		p->plen = (size_t)n;
+		p->plen = (uint32_t)n;	/* <= PIPE_BYTES */
 		if (n < TUNBUF) {
 			/* small messages again: copying is cheaper */
 			p->bulk = 0;
@@ -253,11 +264,15 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 	int rounds = 0;
 	struct eg_io_res r;
 
-	if (p->buf != NULL && p->off < p->len) {
-		if (eg_pend_flush(c, p, dst) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, dst_end);
-		if (p->buf != NULL)
+	if (eg_buf_len(&p->b) > 0) {
+		switch (eg_pend_flush(c, p, dst)) {
+		case EG_IO_OK:
+			break;
+		case EG_IO_AGAIN:
 			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+		default:
+			return EG_IO_RES(EG_IO_ERR, dst_end);
+		}
 	}
 	if (!c->nosplice && c->state == EG_CS_TUNNEL &&
 	    (p->bulk || p->plen > 0)) {
@@ -345,7 +360,7 @@ conn_half_open(struct eg_conn *c)
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
 		    EG_END_UPSTREAM_CLOSED;
 	c->last = eg_loop_now(c->w->loop);
-	if (!(c->state == EG_CS_SNI && c->c2u.len > 0))
+	if (!(c->state == EG_CS_SNI && eg_buf_len(&c->c2u.b) > 0))
 		eg_conn_set_state(c, c->state);	/* re-arms: fin_timeout */
 }
 
@@ -387,7 +402,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	struct pend *p = &c->c2u;
 	struct eg_io_res io;
 	enum eg_sni r;
-	size_t nlen = 0;
+	size_t nlen = 0, held;
 	ssize_t n;
 
 	io = pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
@@ -399,25 +414,28 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	}
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
-	if (p->buf == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
+	if (p->b.p == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
 		eg_conn_close(c, EG_END_ERROR);
 		return EG_IO_CLOSED;
 	}
 	for (;;) {
 		/* bytes held already (sent right behind the CONNECT, or
 		 * read before) are parsed before waiting for more */
-		if (p->len > 0) {
-			r = eg_sni_parse(p->buf, p->len, c->sni,
-			    sizeof(c->sni), &nlen);
-			if (r != EG_SNI_AGAIN || p->len >= SNIBUF)
+		if ((held = eg_buf_len(&p->b)) > 0) {
+			r = eg_sni_parse((const uint8_t *)eg_buf_data(&p->b),
+			    held, c->sni, sizeof(c->sni), &nlen);
+			if (r != EG_SNI_AGAIN || held >= SNIBUF)
 				break;
 		}
-		n = recv(c->cio.fd, p->buf + p->len, SNIBUF - p->len, 0);
+		/* the storage is SNIBUF (more only when as many bytes came
+		 * behind the CONNECT head, and those were parsed above) */
+		n = recv(c->cio.fd, eg_buf_tail(&p->b), eg_buf_space(&p->b),
+		    0);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return EG_IO_AGAIN;
-		if (n == 0 && p->len == 0) {
+		if (n == 0 && held == 0) {
 			/*
 			 * EOF before the first byte: there is no hello to
 			 * check, and none can follow.  The wait ends and the
@@ -436,8 +454,8 @@ eg_tunnel_do_sni(struct eg_conn *c)
 			return EG_IO_CLOSED;
 		}
 		c->last = eg_loop_now(c->w->loop);
-		p->len += (size_t)n;
-		if (p->len == (size_t)n)	/* the first byte of a hello: */
+		eg_buf_commit(&p->b, (size_t)n);
+		if (held == 0)			/* the first byte of a hello: */
 			eg_conn_set_state(c, EG_CS_SNI);	/* header_timeout */
 	}
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
@@ -453,7 +471,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	/* the held bytes become the pending upstream data; the hold buffer
 	 * (SNIBUF or more) is freed, not pooled, once flushed */
 	c->sni[0] = '\0';
-	c->up += p->len;
+	c->up += eg_buf_len(&p->b);
 	eg_conn_set_state(c, EG_CS_TUNNEL);
 	return EG_IO_OK;
 }
