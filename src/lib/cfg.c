@@ -112,6 +112,9 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	    0, NULL)							\
 	X(KS_PROXY, "dns_tries", K_UINT, 1, 8, C(dns_tries), 0, NULL)	\
 	X(KS_PROXY, "workers", K_UINT, 0, 256, C(workers), 0, NULL)	\
+	X(KS_PROXY, "session_dir", K_STR, 0, 0, C(session_dir), 0, NULL) \
+	X(KS_PROXY, "max_sessions", K_UINT, 0, 1000000, C(max_sessions), \
+	    0, NULL)							\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
 	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
 
@@ -988,6 +991,7 @@ cfg_new(const char *fname)
 	cfg->admin_mode = 0600;
 	cfg->admin_max_connections = 1024;
 	cfg->admin_idle_timeout = 5;
+	cfg->max_sessions = 1024;
 	cfg->audit_ring = 1024;
 	cfg->audit_json = 0;
 	cfg->deny_private = 1;
@@ -1324,6 +1328,7 @@ eg_cfg_unref(struct eg_cfg *cfg)
 	free(cfg->file);
 	free(cfg->admin);
 	free(cfg->admin_token_file);
+	free(cfg->session_dir);
 	free(cfg->audit_log);
 	free(cfg->phase);
 	free(cfg->ports);

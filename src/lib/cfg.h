@@ -67,6 +67,9 @@ struct eg_cfg {
 	unsigned	 dns_timeout_ms;	/* the bound of one lookup */
 	unsigned	 dns_tries;	/* query rounds within it */
 	unsigned	 workers;	/* 0 = one per CPU */
+	char		*session_dir;	/* NULL: "sessions" by the admin
+					   socket */
+	unsigned	 max_sessions;	/* not counting default */
 
 	struct eg_pin	*pins;		size_t npins;
 	struct eg_phase	*phases;	size_t nphases;

@@ -135,6 +135,32 @@ bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
 	return 0;
 }
 
+int
+eg_listen_bind_tcp(struct eg_lsock *ls, const char *text,
+    struct eg_err *err)
+{
+	struct eg_listen l;
+
+	memset(&l, 0, sizeof(l));
+	l.kind = EG_LISTEN_TCP;
+	l.text = (char *)(uintptr_t)text;
+	if (eg_cfg_parse_addr(text, strlen(text), &l.ss, &l.sslen) == -1)
+		return eg_err_set(err, EINVAL, "listen %s: expected ADDR:PORT "
+		    "(\"[v6]:PORT\" for IPv6)", text);
+	ls->fd = -1;
+	ls->kind = EG_LISTEN_TCP;
+	return bind_tcp(ls, &l, err);
+}
+
+int
+eg_listen_bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
+    struct eg_err *err)
+{
+	ls->fd = -1;
+	ls->kind = EG_LISTEN_UNIX;
+	return bind_unix(ls, path, mode, err);
+}
+
 void
 eg_lsock_clear(struct eg_lsock *ls)
 {
