@@ -34,6 +34,14 @@ struct eg_pin {				/* one [hosts] entry */
 	struct sockaddr_storage	*addr;	/* port 0; the caller sets it */
 };
 
+struct eg_cfg_session {			/* one [session:NAME] */
+	char			*name;
+	int			 line;
+	char			*phase;	/* NULL: [proxy] phase */
+	int			 phase_line;
+	struct eg_listen	*listen;	size_t nlisten;
+};
+
 struct eg_cfg {
 	unsigned	 refs;		/* atomic; see eg_cfg_ref() */
 	char		*file;		/* as given; "(default)" if embedded */
@@ -73,6 +81,7 @@ struct eg_cfg {
 
 	struct eg_pin	*pins;		size_t npins;
 	struct eg_phase	*phases;	size_t nphases;
+	struct eg_cfg_session *sessions;	size_t nsessions;
 
 	/* per eg_module_table index: what the module's config() built
 	   from its [NAME] section, and the module that frees it */
