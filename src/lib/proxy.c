@@ -630,12 +630,21 @@ egress_reload(struct egress *ex, const char *by)
 		pthread_mutex_unlock(&ex->ctl);
 		return set_err(ex, "%s", err.msg);
 	}
+	/* static sessions the file adds: bound now, opened after the swap */
+	if (eg_sessions_reload_prepare(ex, cfg) == -1) {
+		eg_listen_drop(nls, nn);
+		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
+		pthread_mutex_unlock(&ex->ctl);
+		return -1;
+	}
 	/* own addresses: old and new listeners while both may accept */
 	own = eg_own_build(ex, nls, nn, NULL, 0);
 	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls);
 	if (own == NULL || both == NULL ||
 	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
+		eg_sessions_reload_abort(ex);
 		eg_listen_drop(nls, nn);
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
@@ -668,7 +677,7 @@ egress_reload(struct egress *ex, const char *by)
 	eg_listen_drop(ols, onls);
 	eg_own_publish(ex, own);
 	eg_workers_close_forbidden(ex, &ex->def, EG_END_RELOAD);
-	eg_sessions_reload_done(ex);
+	eg_sessions_reload_done(ex, cfg);
 	eg_cfg_unref(old);
 	eg_metrics_reload(ex->metrics, 1);
 	pthread_mutex_unlock(&ex->ctl);

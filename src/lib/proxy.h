@@ -96,6 +96,9 @@ struct eg_session {
 	struct eg_session	**dnext;	/* per worker: w->sdead */
 	size_t			 nw;
 	char			*sock;		/* API: its socket path */
+	char			*cfg_phase;	/* static: phase = as written */
+	int			 gone;		/* static: not in the reloaded
+						   file */
 	char			 listen[64];	/* TCP: the bound address */
 };
 
@@ -168,6 +171,8 @@ struct egress {
 	pthread_t		 ttl_thr;	/* session.c: ttl reaper */
 	int			 ttl_started;
 	char			*session_dir;	/* resolved at first use */
+	struct eg_session	*sess_pending;	/* a reload's new static
+						   sessions, bound */
 
 	struct eg_audit		*audit;
 	struct eg_metrics	*metrics;

@@ -64,6 +64,7 @@ sess_free(struct eg_session *s)
 	eg_free(s->wconns);
 	eg_free(s->dnext);
 	eg_free(s->sock);
+	eg_free(s->cfg_phase);
 	eg_free(s);
 }
 
@@ -425,6 +426,27 @@ sess_alloc(struct egress *ex, const char *name)
 	return s;
 }
 
+/* s->listen: the bound address of its TCP listener ls. */
+static void
+sess_listen_text(struct eg_session *s, const struct eg_lsock *ls)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ls->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)&ls->ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(s->listen, sizeof(s->listen), "%s:%u", a,
+		    ntohs(s4->sin_port));
+	} else {
+		const struct sockaddr_in6 *s6 = (const void *)&ls->ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(s->listen, sizeof(s->listen), "[%s]:%u", a,
+		    ntohs(s6->sin6_port));
+	}
+}
+
 /* Bind s's Unix socket at path and, if listen != NULL, its TCP one. */
 static int
 sess_bind(struct egress *ex, struct eg_session *s, const char *path,
@@ -432,7 +454,6 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 {
 	struct eg_err err;
 	struct eg_lsock *ls = &s->ls[s->nls];
-	char a[INET6_ADDRSTRLEN];
 
 	if (path != NULL) {
 		memset(ls, 0, sizeof(*ls));
@@ -449,19 +470,7 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		if (eg_listen_bind_tcp(ls, listen, &err) == -1)
 			return set_err(ex, err.code, "%s", err.msg);
 		s->nls++;
-		if (ls->ss.ss_family == AF_INET) {
-			const struct sockaddr_in *s4 = (const void *)&ls->ss;
-
-			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-			snprintf(s->listen, sizeof(s->listen), "%s:%u", a,
-			    ntohs(s4->sin_port));
-		} else {
-			const struct sockaddr_in6 *s6 = (const void *)&ls->ss;
-
-			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-			snprintf(s->listen, sizeof(s->listen), "[%s]:%u", a,
-			    ntohs(s6->sin6_port));
-		}
+		sess_listen_text(s, ls);
 	}
 	return 0;
 }
@@ -776,11 +785,114 @@ eg_sessions_join(struct egress *ex)
 	ex->ttl_started = 0;
 }
 
+/* --- static sessions ([session:NAME]) ---------------------------------------- */
+
+static char *
+dupstr(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = eg_malloc(n);
+
+	if (d != NULL)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Bind a static session from cs (not registered yet); NULL with errmsg. */
+static struct eg_session *
+static_new(struct egress *ex, const struct eg_cfg *cfg,
+    const struct eg_cfg_session *cs)
+{
+	struct eg_session *s;
+	struct eg_lsock *ls;
+	struct eg_err err;
+	const char *a;
+	size_t i;
+	int rc;
+
+	if ((s = sess_alloc(ex, cs->name)) == NULL ||
+	    (s->ls = eg_calloc(cs->nlisten, sizeof(*s->ls))) == NULL ||
+	    (s->lio = eg_calloc(cs->nlisten * (ex->nw ? ex->nw : 1),
+	    sizeof(*s->lio))) == NULL ||
+	    (s->ring = eg_ring_new(cfg->audit_ring)) == NULL ||
+	    (cs->phase != NULL && (s->cfg_phase = dupstr(cs->phase)) ==
+	    NULL)) {
+		if (s != NULL)
+			sess_free(s);
+		set_err(ex, ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->is_static = 1;
+	for (i = 0; i < cs->nlisten; i++) {
+		ls = &s->ls[i];
+		ls->sess = s;
+		a = cs->listen[i].text;
+		if (cs->listen[i].kind == EG_LISTEN_UNIX)
+			rc = eg_listen_bind_unix(ls, a, cfg->unix_mode, &err);
+		else
+			rc = eg_listen_bind_tcp(ls, a, &err);
+		if (rc == -1) {
+			sess_free(s);
+			set_err(ex, err.code, "%s:%d: [session:%s]: %s",
+			    cfg->file ? cfg->file : "(config)",
+			    cs->listen[i].line, cs->name, err.msg);
+			return NULL;
+		}
+		s->nls++;
+		if ((ls->text = dupstr(a)) == NULL) {
+			sess_free(s);
+			set_err(ex, ENOMEM, "out of memory");
+			return NULL;
+		}
+		if (ls->kind == EG_LISTEN_TCP && s->listen[0] == '\0')
+			sess_listen_text(s, ls);
+	}
+	return s;
+}
+
+static int
+static_same(const struct eg_session *s, const struct eg_cfg_session *cs)
+{
+	size_t i;
+
+	if (s->nls != cs->nlisten)
+		return 0;
+	for (i = 0; i < s->nls; i++)
+		if (s->ls[i].kind != cs->listen[i].kind ||
+		    strcmp(s->ls[i].text, cs->listen[i].text) != 0)
+			return 0;
+	return 1;
+}
+
+static const struct eg_cfg_session *
+cfg_session(const struct eg_cfg *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsessions; i++)
+		if (strcmp(cfg->sessions[i].name, name) == 0)
+			return &cfg->sessions[i];
+	return NULL;
+}
+
+/* Register and start a bound session (under ctl). */
+static void
+sess_open(struct egress *ex, struct eg_session *s, const char *by)
+{
+	reg_add(ex, s);
+	eg_workers_session(ex, s, 1);
+	emit_session(ex, s, "open", s->phase->name, 0, by);
+}
+
 /* --- start, reload, free ------------------------------------------------------ */
 
 int
 eg_sessions_start(struct egress *ex)
 {
+	const struct eg_cfg_session *cs;
+	struct eg_session *s;
+	size_t i;
+
 	ex->def.magic = EG_SESSION_MAGIC;
 	ex->def.nw = ex->nw;
 	ex->def.created_ms = ex->def.idle_since_ms = eg_wall_ms();
@@ -790,6 +902,22 @@ eg_sessions_start(struct egress *ex)
 	    sizeof(*ex->def.dnext));
 	if (ex->def.wconns == NULL || ex->def.dnext == NULL)
 		return set_err(ex, ENOMEM, "out of memory");
+	for (i = 0; i < ex->cfg->nsessions; i++) {
+		cs = &ex->cfg->sessions[i];
+		if ((s = static_new(ex, ex->cfg, cs)) == NULL)
+			return -1;	/* eg_sessions_free() unbinds the rest */
+		s->phase = eg_cfg_phase(ex->cfg, cs->phase ? cs->phase :
+		    ex->cfg->phase);
+		s->gen = 1;
+		if (s->phase == NULL) {
+			sess_free(s);
+			return set_err(ex, ENOENT, "[session:%s]: phase '%s' "
+			    "does not exist", cs->name, cs->phase);
+		}
+		sess_open(ex, s, "config");
+	}
+	if (ex->cfg->nsessions > 0)
+		own_refresh(ex);
 	return 0;
 }
 
@@ -818,9 +946,31 @@ eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
 	struct eg_session *s;
 	int rc = 0;
 
+	const struct eg_cfg_session *cs;
+	size_t i;
+
 	pthread_mutex_lock(&ex->sesmtx);
 	pthread_rwlock_rdlock(&ex->lock);
-	for (s = ex->sessions; s != NULL; s = s->next)
+	for (i = 0; i < cfg->nsessions && rc == 0; i++) {
+		s = reg_find(ex, cfg->sessions[i].name,
+		    strlen(cfg->sessions[i].name));
+		if (s != NULL && !s->is_static) {
+			snprintf(buf, len, "%s:%d: [session:%s]: a session of "
+			    "that name was made over the API; reload refused",
+			    cfg->file ? cfg->file : "(config)",
+			    cfg->sessions[i].line, s->name);
+			rc = -1;
+		}
+	}
+	for (s = ex->sessions; s != NULL && rc == 0; s = s->next) {
+		if (s->is_static) {
+			cs = cfg_session(cfg, s->name);
+			/* removed, or sent to its new phase = */
+			if (cs == NULL || (cs->phase != NULL &&
+			    (s->cfg_phase == NULL ||
+			    strcmp(cs->phase, s->cfg_phase) != 0)))
+				continue;
+		}
 		if (s->phases == NULL && eg_cfg_phase(cfg, s->phase->name) ==
 		    NULL) {
 			snprintf(buf, len, "%s: session '%s' is in phase "
@@ -830,9 +980,54 @@ eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
 			rc = -1;
 			break;
 		}
+	}
 	pthread_rwlock_unlock(&ex->lock);
 	pthread_mutex_unlock(&ex->sesmtx);
 	return rc;
+}
+
+int
+eg_sessions_reload_prepare(struct egress *ex, const struct eg_cfg *cfg)
+{
+	const struct eg_cfg_session *cs;
+	struct eg_session *s, *o, **tail = &ex->sess_pending;
+	size_t i;
+
+	/* under ctl: the registry does not change meanwhile */
+	for (o = ex->sessions; o != NULL; o = o->next)
+		o->gone = o->is_static && ((cs = cfg_session(cfg, o->name)) ==
+		    NULL || !static_same(o, cs));
+	for (i = 0; i < cfg->nsessions; i++) {
+		cs = &cfg->sessions[i];
+		o = reg_find(ex, cs->name, strlen(cs->name));
+		if (o != NULL && !o->gone)
+			continue;
+		if (o != NULL) {
+			/* its listeners changed: rebound after the old ones
+			 * are closed (eg_sessions_reload_done) */
+			continue;
+		}
+		if ((s = static_new(ex, cfg, cs)) == NULL) {
+			eg_sessions_reload_abort(ex);
+			return -1;
+		}
+		*tail = s;
+		tail = &s->next;
+	}
+	return 0;
+}
+
+void
+eg_sessions_reload_abort(struct egress *ex)
+{
+	struct eg_session *s, *o;
+
+	while ((s = ex->sess_pending) != NULL) {
+		ex->sess_pending = s->next;
+		sess_free(s);
+	}
+	for (o = ex->sessions; o != NULL; o = o->next)
+		o->gone = 0;
 }
 
 void
@@ -842,11 +1037,31 @@ eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg)
 
 	/* no sesmtx (the lock order is sesmtx, then ex->lock): the registry
 	 * changes only under ctl, which the reload holds */
-	for (s = ex->sessions; s != NULL; s = s->next)
-		if (s->phases == NULL) {
-			s->phase = eg_cfg_phase(cfg, s->phase->name);
-			s->gen++;
+	const struct eg_cfg_session *cs;
+	const struct eg_phase *p;
+
+	for (s = ex->sessions; s != NULL; s = s->next) {
+		if (s->phases != NULL || s->gone)
+			continue;	/* (a gone one closes at once) */
+		p = NULL;
+		cs = s->is_static ? cfg_session(cfg, s->name) : NULL;
+		if (cs != NULL && cs->phase != NULL && (s->cfg_phase == NULL ||
+		    strcmp(cs->phase, s->cfg_phase) != 0)) {
+			p = eg_cfg_phase(cfg, cs->phase);
+			eg_free(s->cfg_phase);
+			s->cfg_phase = dupstr(cs->phase);
 		}
+		if (p == NULL)
+			p = eg_cfg_phase(cfg, s->phase->name);
+		s->phase = p;
+		s->gen++;
+	}
+	for (s = ex->sess_pending; s != NULL; s = s->next) {
+		cs = cfg_session(cfg, s->name);
+		s->phase = eg_cfg_phase(cfg, cs->phase ? cs->phase :
+		    cfg->phase);
+		s->gen = 1;
+	}
 }
 
 static void
@@ -854,17 +1069,52 @@ collect(struct eg_session *s, void *arg)
 {
 	struct eg_session ***pp = arg;
 
-	if (s->is_default || s->phases != NULL)
+	if (s->is_default || s->phases != NULL || s->gone)
 		return;
 	eg_session_ref(s);
 	*(*pp)++ = s;
 }
 
 void
-eg_sessions_reload_done(struct egress *ex)
+eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 {
-	struct eg_session **v, **p;
+	struct eg_session **v, **p, *s, *next;
+	const struct eg_cfg_session *cs;
 	size_t n, i;
+
+	/* static sessions removed (or with other listeners): closed */
+	for (s = ex->sessions; s != NULL; s = next) {
+		next = s->next;
+		if (s->gone) {
+			eg_session_ref(s);
+			sess_delete(ex, s, "reload");
+			eg_session_unref(s);
+		}
+	}
+	/* new ones, bound before the swap; changed ones, bound now */
+	while ((s = ex->sess_pending) != NULL) {
+		ex->sess_pending = s->next;
+		s->next = NULL;
+		sess_open(ex, s, "reload");
+	}
+	for (i = 0; i < cfg->nsessions; i++) {
+		cs = &cfg->sessions[i];
+		if ((s = eg_session_get(ex, cs->name, strlen(cs->name))) !=
+		    NULL) {
+			eg_session_unref(s);
+			continue;
+		}
+		if ((s = static_new(ex, cfg, cs)) == NULL) {
+			eg_log(ex, EGRESS_LOG_ERR, "reload: %s", ex->errmsg);
+			continue;
+		}
+		pthread_rwlock_wrlock(&ex->lock);
+		s->phase = eg_cfg_phase(cfg, cs->phase ? cs->phase :
+		    cfg->phase);
+		s->gen = 1;
+		pthread_rwlock_unlock(&ex->lock);
+		sess_open(ex, s, "reload");
+	}
 
 	pthread_mutex_lock(&ex->sesmtx);
 	n = ex->nsessions;

@@ -47,8 +47,14 @@ struct eg_ring *eg_session_event(struct egress *ex,
  */
 int	eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
 	    char *buf, size_t len);
+/* Before the swap: bind the static sessions cfg adds (kept pending);
+ * -1 with errmsg and nothing bound.  _abort() gives them up. */
+int	eg_sessions_reload_prepare(struct egress *ex, const struct eg_cfg *cfg);
+void	eg_sessions_reload_abort(struct egress *ex);
 void	eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg);
-void	eg_sessions_reload_done(struct egress *ex);
+/* After the swap: close the static sessions cfg removed or changed,
+ * open the new ones, recheck the rest. */
+void	eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg);
 
 /* The registry, for the admin API: call fn for every session (default
  * first) under the registry lock; fn must not call into sessions. */
