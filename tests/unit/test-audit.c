@@ -295,6 +295,49 @@ main(void)
 	    "\"PHASE\",\"phase\":\"judge\",\"from\":\"agent\",\"by\":\"admin\","
 	    "\"closed\":2}\n", "PHASE JSON line");
 
+	/* sessions: session= right after phase=, PHASE lines too */
+	ev.session = "run-42";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z PHASE judge "
+	    "session=run-42 from=agent by=admin closed=2\n",
+	    "PHASE line of a session carries session=");
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EGRESS_EV_BLOCK;
+	ev.ts_ms = 1795975200456LL;
+	ev.host = "github.com";
+	ev.port = 443;
+	ev.id = 18;
+	ev.phase = "agent";
+	ev.session = "run-42";
+	ev.client = "unix";
+	ev.method = "CONNECT";
+	ev.reason = "not_allowed";
+	is_str(fmt(&ev, 0), "2026-11-29T18:00:00.456Z BLOCK github.com:443 "
+	    "id=18 phase=agent session=run-42 client=unix method=CONNECT "
+	    "reason=not_allowed\n", "BLOCK of a session: session= after phase=");
+	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:00:00.456Z\",\"event\":"
+	    "\"BLOCK\",\"host\":\"github.com\",\"port\":443,\"id\":18,"
+	    "\"phase\":\"agent\",\"session\":\"run-42\",\"client\":\"unix\","
+	    "\"method\":\"CONNECT\",\"reason\":\"not_allowed\"}\n",
+	    "... and in JSON");
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EGRESS_EV_SESSION;
+	ev.ts_ms = 1795975500000LL;
+	ev.session = "run-42";
+	ev.action = "open";
+	ev.phase = "setup";
+	ev.by = "admin";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z SESSION run-42 "
+	    "action=open phase=setup by=admin\n", "SESSION open line (SPEC)");
+	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:05:00.000Z\",\"event\":"
+	    "\"SESSION\",\"session\":\"run-42\",\"action\":\"open\","
+	    "\"phase\":\"setup\",\"by\":\"admin\"}\n", "SESSION open JSON line");
+	ev.action = "close";
+	ev.phase = NULL;
+	ev.closed = 3;
+	ev.by = "ttl";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z SESSION run-42 "
+	    "action=close closed=3 by=ttl\n", "SESSION close line (SPEC)");
+
 	/* hostile values are escaped: no spaces or control bytes */
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_BLOCK;
