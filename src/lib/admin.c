@@ -572,8 +572,6 @@ json_session(struct jb *j, struct eg_session *s)
 	jb_lit(j, ",\"socket\":");
 	if (s->sock != NULL)
 		jb_str(j, s->sock);
-	else if (s->nls > 0 && s->ls[0].kind == EG_LISTEN_UNIX)
-		jb_str(j, s->ls[0].path);
 	else
 		jb_lit(j, "null");
 	jb_lit(j, ",\"listen\":");

@@ -846,6 +846,14 @@ static_new(struct egress *ex, const struct eg_cfg *cfg,
 		}
 		if (ls->kind == EG_LISTEN_TCP && s->listen[0] == '\0')
 			sess_listen_text(s, ls);
+		/* the socket the API shows: a copy, as ls->path goes at
+		 * delete while a reader may still hold s */
+		if (ls->kind == EG_LISTEN_UNIX && s->sock == NULL &&
+		    (s->sock = dupstr(a)) == NULL) {
+			sess_free(s);
+			set_err(ex, ENOMEM, "out of memory");
+			return NULL;
+		}
 	}
 	return s;
 }
