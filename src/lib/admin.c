@@ -632,6 +632,7 @@ session_status(int e)
 {
 	switch (e) {
 	case EEXIST:
+	case EADDRINUSE:	/* a live server owns NAME.sock */
 		return 409;
 	case EINVAL:
 		return 400;
