@@ -22,7 +22,10 @@ struct ring_slot {
 struct eg_ring {			/* recent events as JSON (audit.h) */
 	pthread_mutex_t	 mtx;
 	struct ring_slot *ring;
-	unsigned	 nring;
+	unsigned	 nring;		/* its size, once full */
+	unsigned	 cap;		/* slots allocated: grows to nring,
+					   so an idle session's ring is
+					   small */
 	uint64_t	 seq;		/* ring sequence; also "since" */
 };
 
@@ -95,7 +98,7 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 	a->fd = fd;
 	a->json = json;
 	a->is_stdout = is_stdout;
-	a->rg.nring = ring;
+	a->rg.nring = a->rg.cap = ring;
 	pthread_mutex_init(&a->rg.mtx, NULL);
 	pthread_mutex_init(&a->cmtx, NULL);
 	return a;
@@ -181,7 +184,7 @@ eg_audit_close(struct eg_audit *a)
 		return;
 	if (a->fd > STDERR_FILENO)
 		close(a->fd);
-	for (i = 0; i < a->rg.nring; i++)
+	for (i = 0; i < a->rg.cap; i++)
 		free(a->rg.ring[i].json);
 	free(a->rg.ring);
 	free(a->path);
@@ -445,6 +448,26 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	return o.len;
 }
 
+/* Double the slots (up to nring), each entry moved to its new index. */
+static void
+ring_grow(struct eg_ring *a)
+{
+	struct ring_slot *nr;
+	unsigned ncap, i;
+
+	ncap = a->cap ? a->cap * 2 : 8;
+	if (ncap > a->nring)
+		ncap = a->nring;
+	if ((nr = calloc(ncap, sizeof(*nr))) == NULL)
+		return;		/* the older entries are overwritten */
+	for (i = 0; i < a->cap; i++)
+		if (a->ring[i].seq > 0)
+			nr[(a->ring[i].seq - 1) % ncap] = a->ring[i];
+	free(a->ring);
+	a->ring = nr;
+	a->cap = ncap;
+}
+
 static void
 ring_push(struct eg_ring *a, const char *line, size_t n)
 {
@@ -456,7 +479,14 @@ ring_push(struct eg_ring *a, const char *line, size_t n)
 	memcpy(copy, line, n - 1);
 	copy[n - 1] = '\0';
 	pthread_mutex_lock(&a->mtx);
-	s = &a->ring[a->seq % a->nring];
+	if (a->seq >= a->cap && a->cap < a->nring)
+		ring_grow(a);
+	if (a->cap == 0) {
+		pthread_mutex_unlock(&a->mtx);
+		free(copy);
+		return;
+	}
+	s = &a->ring[a->seq % a->cap];
 	free(s->json);
 	s->json = copy;
 	s->seq = ++a->seq;
@@ -588,11 +618,7 @@ eg_ring_new(unsigned n)
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
-	if (n > 0 && (r->ring = calloc(n, sizeof(*r->ring))) == NULL) {
-		free(r);
-		return NULL;
-	}
-	r->nring = n;
+	r->nring = n;			/* slots come as it fills */
 	pthread_mutex_init(&r->mtx, NULL);
 	return r;
 }
@@ -604,7 +630,7 @@ eg_ring_free(struct eg_ring *r)
 
 	if (r == NULL)
 		return;
-	for (i = 0; i < r->nring; i++)
+	for (i = 0; i < r->cap; i++)
 		free(r->ring[i].json);
 	free(r->ring);
 	pthread_mutex_destroy(&r->mtx);
@@ -625,7 +651,7 @@ eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
 		return 0;
 	out_raw(&o, "[", 1);
 	pthread_mutex_lock(&a->mtx);
-	first = a->seq > a->nring ? a->seq - a->nring + 1 : 1;
+	first = a->seq > a->cap ? a->seq - a->cap + 1 : 1;
 	if (since + 1 > first)
 		first = since + 1;
 	/* since = 0: the most recent `limit`; else the oldest after since,
@@ -633,10 +659,10 @@ eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
 	if (limit && since == 0 && a->seq >= first &&
 	    a->seq - first + 1 > limit)
 		first = a->seq - limit + 1;
-	for (seq = first; seq <= a->seq && a->nring; seq++) {
+	for (seq = first; seq <= a->seq && a->cap; seq++) {
 		if (limit && n >= limit)
 			break;
-		s = &a->ring[(seq - 1) % a->nring];
+		s = &a->ring[(seq - 1) % a->cap];
 		if (s->seq != seq || s->json == NULL || s->json[0] != '{')
 			continue;
 		/* whole objects only: stop when the next one would not fit */

@@ -394,6 +394,42 @@ main(void)
 	eg_audit_ring_json(a, 0, 1, ring, sizeof(ring));
 	ok(strstr(ring, "\"id\":6") && !strstr(ring, "\"id\":5"),
 	    "limit=1 returns the most recent");
+
+	/* a session's ring: its own, growing as it fills, then wrapping */
+	{
+		struct eg_ring *r = eg_ring_new(20);
+		char want[32];
+		int good = 1;
+
+		ok(r != NULL, "a ring of 20 of its own");
+		for (i = 1; i <= 50; i++) {
+			ev.id = (uint64_t)i;
+			eg_audit_emit_ring(a, &ev, r, NULL);
+			if (i == 13) {
+				eg_ring_json(r, 0, 0, ring, sizeof(ring));
+				good = strstr(ring, "{\"seq\":1,") != NULL &&
+				    strstr(ring, "\"id\":13") != NULL;
+			}
+		}
+		ok(good, "13 events (past a growth): all kept, in order");
+		eg_ring_json(r, 0, 0, ring, sizeof(ring));
+		good = strncmp(ring, "[{\"seq\":31,", 11) == 0;
+		for (i = 31; i <= 50 && good; i++) {
+			snprintf(want, sizeof(want), "\"id\":%d,", i);
+			good = strstr(ring, want) != NULL;
+		}
+		ok(good && strstr(ring, "\"id\":30,") == NULL,
+		    "50 events: the last 20 (31 to 50), from seq 31");
+		eg_ring_json(r, 35, 3, ring, sizeof(ring));
+		ok(strncmp(ring, "[{\"seq\":36,", 11) == 0 &&
+		    strstr(ring, "{\"seq\":38,") != NULL &&
+		    strstr(ring, "{\"seq\":39,") == NULL,
+		    "since=35 limit=3: 36 to 38");
+		eg_audit_ring_json(a, 0, 1, ring, sizeof(ring));
+		ok(strstr(ring, "\"id\":6") != NULL,
+		    "the log's own ring did not get them");
+		eg_ring_free(r);
+	}
 	eg_audit_close(a);
 	test_write_all();
 	test_failing();
