@@ -349,6 +349,8 @@ egress_start(struct egress *ex)
 		return set_err(ex, "out of memory");
 	}
 	eg_own_publish(ex, own);
+	if (ex->sessions != NULL)	/* static sessions' TCP listeners */
+		eg_sessions_own_refresh(ex);
 	return 0;
 }
 

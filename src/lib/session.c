@@ -256,8 +256,8 @@ emit_session(struct egress *ex, struct eg_session *s, const char *action,
 
 /* Rebuild egressd's own addresses with every session's TCP listeners
  * (loop protection).  Under ctl. */
-static void
-own_refresh(struct egress *ex)
+void
+eg_sessions_own_refresh(struct egress *ex)
 {
 	struct eg_session *s;
 	struct eg_lsock *tcp;
@@ -553,7 +553,7 @@ egress_session_create(struct egress *ex, const char *name,
 	reg_add(ex, s);
 	eg_workers_session(ex, s, 1);
 	if (sess_has_tcp(s))
-		own_refresh(ex);
+		eg_sessions_own_refresh(ex);
 	emit_session(ex, s, "open", p->name, 0, "admin");
 	if (sock != NULL && socklen > 0)
 		snprintf(sock, socklen, "%s", s->sock);
@@ -668,7 +668,7 @@ sess_delete(struct egress *ex, struct eg_session *s, const char *by)
 	for (i = 0; i < s->nls; i++)
 		eg_lsock_clear(&s->ls[i]);	/* socket files removed */
 	if (tcp)
-		own_refresh(ex);
+		eg_sessions_own_refresh(ex);
 	emit_session(ex, s, "close", NULL, n, by);
 	eg_log(ex, EGRESS_LOG_INFO, "session %s closed by %s (%u tunnels)",
 	    s->name, by, n);
@@ -925,7 +925,7 @@ eg_sessions_start(struct egress *ex)
 		sess_open(ex, s, "config");
 	}
 	if (ex->cfg->nsessions > 0)
-		own_refresh(ex);
+		eg_sessions_own_refresh(ex);
 	return 0;
 }
 
@@ -1137,5 +1137,5 @@ eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 		eg_session_unref(v[i]);
 	}
 	eg_free(v);
-	own_refresh(ex);
+	eg_sessions_own_refresh(ex);
 }

@@ -56,6 +56,10 @@ void	eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg);
  * open the new ones, recheck the rest. */
 void	eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg);
 
+/* Publish egressd's own addresses with every session's TCP listeners
+ * (loop protection); under ex->ctl or before the loops run. */
+void	eg_sessions_own_refresh(struct egress *ex);
+
 /* The registry, for the admin API: call fn for every session (default
  * first) under the registry lock; fn must not call into sessions. */
 void	eg_sessions_foreach(struct egress *ex,
