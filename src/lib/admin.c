@@ -679,7 +679,8 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	}
 	pthread_mutex_lock(&ad->mtx);
 	errno = 0;
-	rc = egress_session_create(ex, b->name, b->phase[0] ? b->phase : NULL,
+	rc = eg_session_create(ex, "admin", b->name,
+	    b->phase[0] ? b->phase : NULL,
 	    b->listen[0] ? b->listen : NULL, b->ttl_s,
 	    b->has_phases ? ps : NULL, b->nphases, sock, sizeof(sock), addr,
 	    sizeof(addr));

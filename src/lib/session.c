@@ -188,7 +188,7 @@ reg_add(struct egress *ex, struct eg_session *s)
 	for (sp = &ex->sessions; *sp != NULL; sp = &(*sp)->next)
 		;
 	*sp = s;
-	ex->nsessions++;
+	__atomic_add_fetch(&ex->nsessions, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ex->sesmtx);
 }
 
@@ -201,7 +201,8 @@ reg_remove(struct egress *ex, struct eg_session *s)
 	for (sp = &ex->sessions; *sp != NULL; sp = &(*sp)->next)
 		if (*sp == s) {
 			*sp = s->next;
-			ex->nsessions--;
+			__atomic_sub_fetch(&ex->nsessions, 1,
+			    __ATOMIC_RELAXED);
 			break;
 		}
 	s->next = NULL;
@@ -481,6 +482,16 @@ egress_session_create(struct egress *ex, const char *name,
     const struct egress_phase_spec *phases, size_t nphases,
     char *sock, size_t socklen, char *addr, size_t addrlen)
 {
+	return eg_session_create(ex, "api", name, phase, listen, ttl_s,
+	    phases, nphases, sock, socklen, addr, addrlen);
+}
+
+int
+eg_session_create(struct egress *ex, const char *by, const char *name,
+    const char *phase, const char *listen, unsigned ttl_s,
+    const struct egress_phase_spec *phases, size_t nphases,
+    char *sock, size_t socklen, char *addr, size_t addrlen)
+{
 	struct eg_session *s = NULL, *dup;
 	const struct eg_phase *p;
 	char path[SUN_MAX + 64];
@@ -554,7 +565,7 @@ egress_session_create(struct egress *ex, const char *name,
 	eg_workers_session(ex, s, 1);
 	if (sess_has_tcp(s))
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "open", p->name, 0, "admin");
+	emit_session(ex, s, "open", p->name, 0, by);
 	if (sock != NULL && socklen > 0)
 		snprintf(sock, socklen, "%s", s->sock);
 	if (addr != NULL && addrlen > 0)

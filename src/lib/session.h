@@ -14,6 +14,7 @@ struct egress;
 struct eg_cfg;
 struct eg_session;
 struct egress_event;
+struct egress_phase_spec;
 
 /* A connection accepted on one of s's listeners (loop thread): takes a
  * reference and counts it active; detach when it closes (the reference
@@ -59,6 +60,13 @@ void	eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg);
 /* Publish egressd's own addresses with every session's TCP listeners
  * (loop protection); under ex->ctl or before the loops run. */
 void	eg_sessions_own_refresh(struct egress *ex);
+
+/* egress_session_create() with the SESSION line's by= ("admin" for the
+ * admin API; the public function says "api"). */
+int	eg_session_create(struct egress *ex, const char *by, const char *name,
+	    const char *phase, const char *listen, unsigned ttl_s,
+	    const struct egress_phase_spec *phases, size_t nphases,
+	    char *sock, size_t socklen, char *addr, size_t addrlen);
 
 /* The registry, for the admin API: call fn for every session (default
  * first) under the registry lock; fn must not call into sessions. */
