@@ -111,7 +111,8 @@ main(int argc, char *argv[])
 	int lfd, one = 1, ok = 1, i;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: sessions SESSION_DIR [UPSTREAM_PORT]\n");
+		fprintf(stderr, "usage: sessions SESSION_DIR "
+		    "[UPSTREAM_PORT]\n");
 		return 2;
 	}
 	memset(&sin, 0, sizeof(sin));

@@ -84,8 +84,9 @@ struct egress_event {
 	const char		*end;		/* CLOSE: "client_closed"... */
 	const char		*sni;		/* CLOSE sni_mismatch */
 	const char		*from;		/* PHASE: previous phase */
-	const char		*by;		/* PHASE: admin|api|signal|reload;
-						   SESSION: admin|api|ttl|config */
+	/* PHASE: admin|api|signal|reload; SESSION: admin|api|ttl|config|
+	 * reload */
+	const char		*by;
 	unsigned		 closed;	/* PHASE, SESSION close: tunnels
 						   closed */
 	const char		*action;	/* SESSION: "open", "close" */

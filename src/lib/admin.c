@@ -560,7 +560,7 @@ authorized(struct eg_admin *ad, struct MHD_Connection *con)
 	return diff == 0;
 }
 
-/* --- sessions (SPEC "Sessions") ---------------------------------------------- */
+/* --- sessions (SPEC "Sessions") ------------------------------------------ */
 
 static void
 json_session(struct jb *j, struct eg_session *s)

@@ -86,7 +86,8 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 		return NULL;
 	if ((a = calloc(1, sizeof(*a))) == NULL ||
 	    (a->path = strdup(path)) == NULL ||
-	    (ring && (a->rg.ring = calloc(ring, sizeof(*a->rg.ring))) == NULL)) {
+	    (ring && (a->rg.ring = calloc(ring, sizeof(*a->rg.ring))) ==
+	    NULL)) {
 		if (a != NULL)
 			free(a->path);
 		free(a);

@@ -130,8 +130,9 @@ phases(struct rd *r)
 		if (str(r, &name, &nlen) == -1)
 			return -1;
 		if (!eg_phase_name_ok(name, nlen))
-			return fail(r, "phases: bad phase name '%.64s': 1 to %d "
-			    "of A-Z a-z 0-9 _ . -", name, EG_PHASE_NAME_MAX);
+			return fail(r, "phases: bad phase name '%.64s': 1 to "
+			    "%d of A-Z a-z 0-9 _ . -", name,
+			    EG_PHASE_NAME_MAX);
 		for (j = 0; j < b->nphases; j++)
 			if (strcmp(b->phases[j].name, name) == 0)
 				return fail(r, "phases: phase '%s' given twice",
@@ -254,8 +255,8 @@ eg_sess_body_parse(const char *body, size_t len, struct eg_sess_body *b,
 					memcpy(b->name, v, vlen + 1);
 				} else if (bit == 2) {
 					if (!eg_phase_name_ok(v, vlen))
-						return fail(&r, "bad phase name "
-						    "'%.64s'", v);
+						return fail(&r, "bad phase "
+						    "name '%.64s'", v);
 					memcpy(b->phase, v, vlen + 1);
 				} else {
 					if (vlen == 0 || vlen >=

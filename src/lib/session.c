@@ -46,7 +46,7 @@ set_err(struct egress *ex, int e, const char *fmt, ...)
 	return -1;
 }
 
-/* --- references, counters --------------------------------------------------- */
+/* --- references, counters ------------------------------------------------ */
 
 static void
 sess_free(struct eg_session *s)
@@ -137,7 +137,7 @@ eg_session_event(struct egress *ex, const struct egress_event *ev)
 	return s->ring;
 }
 
-/* --- the registry ------------------------------------------------------------ */
+/* --- the registry -------------------------------------------------------- */
 
 /* Caller holds sesmtx. */
 static struct eg_session *
@@ -253,7 +253,7 @@ emit_session(struct egress *ex, struct eg_session *s, const char *action,
 	emit_on_loop(ex, &ev);
 }
 
-/* --- own addresses --------------------------------------------------------- */
+/* --- own addresses ------------------------------------------------------- */
 
 /* Rebuild egressd's own addresses with every session's TCP listeners
  * (loop protection).  Under ctl. */
@@ -294,7 +294,7 @@ sess_has_tcp(const struct eg_session *s)
 	return 0;
 }
 
-/* --- session_dir ------------------------------------------------------------ */
+/* --- session_dir --------------------------------------------------------- */
 
 /* ex->session_dir: cfg session_dir, or "sessions" next to the admin
  * socket (the default admin folder when admin is on TCP or none). */
@@ -347,7 +347,7 @@ check:
 	return 0;
 }
 
-/* --- creation --------------------------------------------------------------- */
+/* --- creation ------------------------------------------------------------ */
 
 static const struct eg_phase *
 sess_phase(struct egress *ex, const struct eg_session *s, const char *name)
@@ -583,7 +583,7 @@ fail:
 	return -1;
 }
 
-/* --- phase ------------------------------------------------------------------ */
+/* --- phase --------------------------------------------------------------- */
 
 static void
 emit_phase(struct egress *ex, struct eg_session *s, const char *from,
@@ -661,7 +661,7 @@ egress_session_phase(struct egress *ex, const char *session, char *buf,
 	return 0;
 }
 
-/* --- deletion --------------------------------------------------------------- */
+/* --- deletion ------------------------------------------------------------ */
 
 /* Under ctl: s is in the registry. */
 static unsigned
@@ -721,7 +721,7 @@ egress_session_delete(struct egress *ex, const char *name, const char *by,
 	return 0;
 }
 
-/* --- ttl ---------------------------------------------------------------------- */
+/* --- ttl ----------------------------------------------------------------- */
 
 /* One pass: delete the first session idle past its ttl; 1 if one was. */
 static int
@@ -796,7 +796,7 @@ eg_sessions_join(struct egress *ex)
 	ex->ttl_started = 0;
 }
 
-/* --- static sessions ([session:NAME]) ---------------------------------------- */
+/* --- static sessions ([session:NAME]) ------------------------------------ */
 
 static char *
 dupstr(const char *s)
@@ -903,7 +903,7 @@ sess_open(struct egress *ex, struct eg_session *s, const char *by)
 	emit_session(ex, s, "open", s->phase->name, 0, by);
 }
 
-/* --- start, reload, free ------------------------------------------------------ */
+/* --- start, reload, free ------------------------------------------------- */
 
 int
 eg_sessions_start(struct egress *ex)
@@ -924,7 +924,8 @@ eg_sessions_start(struct egress *ex)
 	for (i = 0; i < ex->cfg->nsessions; i++) {
 		cs = &ex->cfg->sessions[i];
 		if ((s = static_new(ex, ex->cfg, cs)) == NULL)
-			return -1;	/* eg_sessions_free() unbinds the rest */
+			/* eg_sessions_free() unbinds the rest */
+			return -1;
 		s->phase = eg_cfg_phase(ex->cfg, cs->phase ? cs->phase :
 		    ex->cfg->phase);
 		s->gen = 1;

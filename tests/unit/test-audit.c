@@ -313,7 +313,8 @@ main(void)
 	ev.reason = "not_allowed";
 	is_str(fmt(&ev, 0), "2026-11-29T18:00:00.456Z BLOCK github.com:443 "
 	    "id=18 phase=agent session=run-42 client=unix method=CONNECT "
-	    "reason=not_allowed\n", "BLOCK of a session: session= after phase=");
+	    "reason=not_allowed\n",
+	    "BLOCK of a session: session= after phase=");
 	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:00:00.456Z\",\"event\":"
 	    "\"BLOCK\",\"host\":\"github.com\",\"port\":443,\"id\":18,"
 	    "\"phase\":\"agent\",\"session\":\"run-42\",\"client\":\"unix\","
@@ -330,7 +331,8 @@ main(void)
 	    "action=open phase=setup by=admin\n", "SESSION open line (SPEC)");
 	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:05:00.000Z\",\"event\":"
 	    "\"SESSION\",\"session\":\"run-42\",\"action\":\"open\","
-	    "\"phase\":\"setup\",\"by\":\"admin\"}\n", "SESSION open JSON line");
+	    "\"phase\":\"setup\",\"by\":\"admin\"}\n",
+	    "SESSION open JSON line");
 	ev.action = "close";
 	ev.phase = NULL;
 	ev.closed = 3;
