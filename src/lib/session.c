@@ -570,9 +570,10 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 		snprintf(sock, socklen, "%s", s->sock);
 	if (addr != NULL && addrlen > 0)
 		snprintf(addr, addrlen, "%s", s->listen);
-	pthread_mutex_unlock(&ex->ctl);
+	/* (before ctl goes: a DELETE may free s right after) */
 	eg_log(ex, EGRESS_LOG_INFO, "session %s opened on %s%s%s", s->name,
 	    s->sock, s->listen[0] ? " and " : "", s->listen);
+	pthread_mutex_unlock(&ex->ctl);
 	return 0;
 fail:
 	n = errno;
@@ -614,6 +615,8 @@ egress_session_set_phase(struct egress *ex, const char *session,
 		return egress_set_phase(ex, phase, by, closed);
 	if (!ex->started)
 		return set_err(ex, EINVAL, "egress_start() first");
+	if (phase == NULL)
+		return set_err(ex, EINVAL, "no phase given");
 	pthread_mutex_lock(&ex->ctl);
 	if ((s = eg_session_get(ex, session, strlen(session))) == NULL) {
 		pthread_mutex_unlock(&ex->ctl);
@@ -622,11 +625,13 @@ egress_session_set_phase(struct egress *ex, const char *session,
 	}
 	pthread_rwlock_wrlock(&ex->lock);
 	if ((p = sess_phase(ex, s, phase)) == NULL) {
+		set_err(ex, ENOENT, "phase '%.80s' does not exist%s", phase,
+		    s->phases != NULL ? " in this session" : "");
 		pthread_rwlock_unlock(&ex->lock);
 		pthread_mutex_unlock(&ex->ctl);
 		eg_session_unref(s);
-		return set_err(ex, ENOENT, "phase '%.80s' does not exist%s",
-		    phase, s->phases != NULL ? " in this session" : "");
+		errno = ENOENT;
+		return -1;
 	}
 	/* the old phase lives in ex->cfg or s->phases, neither of which
 	 * changes while we hold ctl */
@@ -707,11 +712,13 @@ egress_session_delete(struct egress *ex, const char *name, const char *by,
 		    name ? name : "");
 	}
 	if (s->is_static) {
+		set_err(ex, EPERM, "session '%s' comes from the configuration "
+		    "file; remove its [session:%s] section and reload",
+		    s->name, s->name);
 		pthread_mutex_unlock(&ex->ctl);
 		eg_session_unref(s);
-		return set_err(ex, EPERM, "session '%s' comes from the "
-		    "configuration file; remove its [session:%s] section and "
-		    "reload", s->name, s->name);
+		errno = EPERM;
+		return -1;
 	}
 	n = sess_delete(ex, s, by ? by : "api");
 	pthread_mutex_unlock(&ex->ctl);
@@ -963,11 +970,10 @@ int
 eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
     char *buf, size_t len)
 {
-	struct eg_session *s;
-	int rc = 0;
-
 	const struct eg_cfg_session *cs;
+	struct eg_session *s;
 	size_t i;
+	int rc = 0;
 
 	pthread_mutex_lock(&ex->sesmtx);
 	pthread_rwlock_rdlock(&ex->lock);
