@@ -28,7 +28,8 @@
  *
  * Threads.  egress_stop() may be called from any thread and from a
  * signal handler.  egress_set_phase(), egress_reload(),
- * egress_reopen_audit(), egress_phase() and the status functions may be
+ * egress_reopen_audit(), egress_phase(), the egress_session_*()
+ * functions and the status functions may be
  * called from any thread except a loop thread (that is, not from an
  * event callback).  Everything else is for the thread that created the
  * proxy.
@@ -56,7 +57,8 @@ enum egress_event_type {
 	EGRESS_EV_BLOCK,	/* refused by policy or for bad input */
 	EGRESS_EV_FAIL,		/* allowed, but the upstream was unreachable */
 	EGRESS_EV_CLOSE,	/* an ALLOWed connection ended */
-	EGRESS_EV_PHASE		/* the current phase changed */
+	EGRESS_EV_PHASE,	/* the current phase changed */
+	EGRESS_EV_SESSION	/* a session was opened or closed */
 };
 
 /*
@@ -82,8 +84,12 @@ struct egress_event {
 	const char		*end;		/* CLOSE: "client_closed"... */
 	const char		*sni;		/* CLOSE sni_mismatch */
 	const char		*from;		/* PHASE: previous phase */
-	const char		*by;		/* PHASE: admin|api|signal|reload */
-	unsigned		 closed;	/* PHASE: tunnels closed */
+	/* PHASE: admin|api|signal|reload; SESSION: admin|api|ttl|config|
+	 * reload */
+	const char		*by;
+	unsigned		 closed;	/* PHASE, SESSION close: tunnels
+						   closed */
+	const char		*action;	/* SESSION: "open", "close" */
 };
 
 /*
@@ -202,6 +208,65 @@ EGRESS_API int	egress_phase(struct egress *ex, char *buf, size_t len);
 EGRESS_API int	egress_reload(struct egress *ex, const char *by);
 /* Reopen the audit log (after rotation). */
 EGRESS_API int	egress_reopen_audit(struct egress *ex);
+
+/*
+ * Sessions (SPEC "Sessions"): one proxy, many runs, each with its own
+ * listeners, phase, counters and audit ring.  A client's session is that
+ * of the listener it connected to.  The session "default" is the one of
+ * the configuration's listeners; the functions above act on it.  These
+ * are for any thread but a loop thread (not from an event callback),
+ * after egress_start(); they return 0, or -1 with the reason in
+ * egress_errmsg() and errno set as documented, and change nothing then.
+ */
+
+/* A phase of a session's own: allow is NULL-terminated, patterns as in
+ * the configuration's allow = lines. */
+struct egress_phase_spec {
+	const char		 *name;
+	const char *const	 *allow;
+};
+
+/*
+ * Create the session name (1 to 64 of A-Z a-z 0-9 . _ -, not beginning
+ * with '.' or '-') in phase (NULL: the configuration's initial phase).
+ * It gets a Unix socket session_dir/NAME.sock (mode unix_mode; the folder
+ * is created 0711 when missing, refused when a symlink or writable by
+ * others) and, when listen is not NULL, a TCP listener at listen
+ * ("127.0.0.1:0" picks a free port).  ttl_s > 0 deletes the session once
+ * it has had no open connection for that many seconds.  phases, when not
+ * NULL, gives it nphases phases of its own (phase must then be one of
+ * them); otherwise it uses the configuration's, and follows reloads.
+ * The socket path is copied to sock and the bound TCP address
+ * ("127.0.0.1:PORT", or "" without listen) to addr (either may be NULL).
+ * errno: EINVAL bad name, pattern or listen address, EEXIST the name is
+ * taken, ENOENT no such phase, ENOSPC max_sessions reached; others for
+ * system failures (cannot bind, ...).
+ */
+EGRESS_API int	egress_session_create(struct egress *ex, const char *name,
+		    const char *phase, const char *listen, unsigned ttl_s,
+		    const struct egress_phase_spec *phases, size_t nphases,
+		    char *sock, size_t socklen, char *addr, size_t addrlen);
+/*
+ * Switch the phase of one session, as egress_set_phase() does for the
+ * default one (session NULL or "default" is that).  Only that session's
+ * tunnels are rechecked; when this returns, those its new phase forbids
+ * are closed.  errno ENOENT: no such session or phase.
+ */
+EGRESS_API int	egress_session_set_phase(struct egress *ex,
+		    const char *session, const char *phase, const char *by,
+		    unsigned *closed);
+/* Copy a session's current phase name into buf.  errno ENOENT. */
+EGRESS_API int	egress_session_phase(struct egress *ex, const char *session,
+		    char *buf, size_t len);
+/*
+ * Delete a session: its listeners are closed (socket files removed) and
+ * its connections closed (CLOSE end=session_closed); *closed (may be
+ * NULL) gets the number of tunnels closed.  by ("admin", "api", "ttl")
+ * appears in the SESSION line.  errno ENOENT no such session, EPERM for
+ * "default" or a session of the configuration file.
+ */
+EGRESS_API int	egress_session_delete(struct egress *ex, const char *name,
+		    const char *by, unsigned *closed);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,8 @@
 #include "policy.h"
 #include "shared.h"
 #include "proxy.h"
+#include "sessbody.h"
+#include "session.h"
 
 #define JSON_MAX	(16u << 20)	/* largest response we build */
 
@@ -51,6 +53,8 @@ struct req {				/* one request's upload state */
 	int			 too_big;
 	char			 body[EG_ADMIN_BODY_MAX];
 };
+
+enum method { M_GET, M_PUT, M_POST, M_DELETE, M_OTHER };
 
 /* --- PUT /v1/phase body -------------------------------------------------- */
 
@@ -444,6 +448,7 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	g.active = __atomic_load_n(&ex->active, __ATOMIC_RELAXED);
 	g.total = __atomic_load_n(&ex->total, __ATOMIC_RELAXED);
 	g.uptime_s = up > 0 ? (uint64_t)up / 1000 : 0;
+	g.sessions = __atomic_load_n(&ex->nsessions, __ATOMIC_RELAXED);
 	eg_buf_reserve(&b, 65536);	/* the usual size in one go */
 	if (eg_metrics_render(ex->metrics, &g, &b) == -1) {
 		eg_buf_clear(&b);
@@ -489,6 +494,305 @@ authorized(struct eg_admin *ad, struct MHD_Connection *con)
 	return diff == 0;
 }
 
+/* --- sessions (SPEC "Sessions") ------------------------------------------ */
+
+static void
+json_session(struct eg_buf *j, struct eg_session *s)
+{
+	eg_buf_str(j, "{\"name\":");
+	eg_buf_json_str(j, s->name);
+	eg_buf_str(j, ",\"phase\":");
+	eg_buf_json_str(j, s->phase != NULL ? s->phase->name : "");
+	eg_buf_str(j, ",\"socket\":");
+	if (s->sock != NULL)
+		eg_buf_json_str(j, s->sock);
+	else
+		eg_buf_str(j, "null");
+	eg_buf_str(j, ",\"listen\":");
+	if (s->listen[0] != '\0')
+		eg_buf_json_str(j, s->listen);
+	else
+		eg_buf_str(j, "null");
+	eg_buf_str(j, ",\"active\":");
+	eg_buf_u64(j, __atomic_load_n(&s->active, __ATOMIC_RELAXED));
+	eg_buf_str(j, ",\"total\":");
+	eg_buf_u64(j, __atomic_load_n(&s->total, __ATOMIC_RELAXED));
+	eg_buf_str(j, ",\"allowed\":");
+	eg_buf_u64(j, __atomic_load_n(&s->allowed, __ATOMIC_RELAXED));
+	eg_buf_str(j, ",\"blocked\":");
+	eg_buf_u64(j, __atomic_load_n(&s->blocked, __ATOMIC_RELAXED));
+	eg_buf_str(j, ",\"failed\":");
+	eg_buf_u64(j, __atomic_load_n(&s->failed, __ATOMIC_RELAXED));
+	eg_buf_str(j, ",\"created\":");
+	eg_buf_u64(j, s->created_ms > 0 ? (uint64_t)s->created_ms / 1000 : 0);
+	eg_buf_str(j, ",\"ttl_s\":");
+	eg_buf_u64(j, s->ttl_s);
+	eg_buf_add(j, "}", 1);
+}
+
+struct list_arg {
+	struct egress	*ex;
+	struct eg_buf	*j;
+	int		 n;
+};
+
+static void
+list_one(struct eg_session *s, void *arg)
+{
+	struct list_arg *la = arg;
+
+	if (la->n++)
+		eg_buf_add(la->j, ",", 1);
+	/* sesmtx, then the lock (session.c's order) */
+	pthread_rwlock_rdlock(&la->ex->lock);
+	json_session(la->j, s);
+	pthread_rwlock_unlock(&la->ex->lock);
+}
+
+static enum MHD_Result
+get_sessions(struct eg_admin *ad, struct MHD_Connection *con)
+{
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	struct list_arg la = { ad->ex, &j, 0 };
+
+	eg_buf_str(&j, "{\"sessions\":[");
+	eg_sessions_foreach(ad->ex, list_one, &la);
+	eg_buf_str(&j, "]}");
+	return reply_json(con, 200, &j);
+}
+
+static unsigned
+session_status(int e)
+{
+	switch (e) {
+	case EEXIST:
+	case EADDRINUSE:	/* a live server owns NAME.sock */
+		return 409;
+	case EINVAL:
+		return 400;
+	case ENOENT:
+		return 404;
+	case ENOSPC:
+	case ESHUTDOWN:
+		return 503;
+	case EPERM:
+		return 409;
+	default:
+		return 500;
+	}
+}
+
+static enum MHD_Result
+post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
+{
+	struct egress *ex = ad->ex;
+	struct eg_sess_body *b;
+	struct egress_phase_spec ps[EG_SB_PHASES_MAX];
+	char why[256], msg[600], sock[128], addr[80];
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	size_t i;
+	int rc, e;
+
+	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return reply_err(con, 400, "Content-Type must be "
+		    "application/json", NULL, NULL);
+	if (rq->too_big)
+		return reply_err(con, 400, "request body over 4096 bytes",
+		    NULL, NULL);
+	if ((b = malloc(sizeof(*b))) == NULL)
+		return reply_err(con, 500, "out of memory", NULL, NULL);
+	if (eg_sess_body_parse(rq->body, rq->len, b, why, sizeof(why)) ==
+	    -1) {
+		free(b);
+		return reply_err(con, 400, why, NULL, NULL);
+	}
+	for (i = 0; i < b->nphases; i++) {
+		ps[i].name = b->phases[i].name;
+		ps[i].allow = b->phases[i].allow;
+	}
+	pthread_mutex_lock(&ad->mtx);
+	errno = 0;
+	rc = eg_session_create(ex, "admin", b->name,
+	    b->phase[0] ? b->phase : NULL,
+	    b->listen[0] ? b->listen : NULL, b->ttl_s,
+	    b->has_phases ? ps : NULL, b->nphases, sock, sizeof(sock), addr,
+	    sizeof(addr));
+	e = errno;
+	if (rc == -1)
+		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+	pthread_mutex_unlock(&ad->mtx);
+	if (rc == -1) {
+		free(b);
+		return reply_err(con, session_status(e), msg, NULL, NULL);
+	}
+	eg_buf_str(&j, "{\"name\":");
+	eg_buf_json_str(&j, b->name);
+	eg_buf_str(&j, ",\"phase\":");
+	egress_session_phase(ex, b->name, why, sizeof(why));
+	eg_buf_json_str(&j, why);
+	eg_buf_str(&j, ",\"socket\":");
+	eg_buf_json_str(&j, sock);
+	eg_buf_str(&j, ",\"listen\":");
+	if (addr[0] != '\0')
+		eg_buf_json_str(&j, addr);
+	else
+		eg_buf_str(&j, "null");
+	eg_buf_add(&j, "}", 1);
+	free(b);
+	return reply_json(con, 201, &j);
+}
+
+static enum MHD_Result
+session_route(struct eg_admin *ad, struct MHD_Connection *con,
+    const char *rest, enum method m, struct req *rq)
+{
+	struct egress *ex = ad->ex;
+	const char *slash = strchr(rest, '/'), *sub;
+	char name[EG_SESSION_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
+	char pname[EG_PHASE_NAME_MAX + 1], msg[600];
+	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+	struct eg_session *s;
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	const struct eg_phase *p;
+	const char *why, *q;
+	uint64_t since = 0, limit = 100;
+	unsigned closed = 0;
+	enum MHD_Result r;
+	size_t cap, n;
+	char *buf;
+	int rc, e;
+
+	sub = slash ? slash + 1 : "";
+	if (strcmp(sub, "") != 0 && strcmp(sub, "phase") != 0 &&
+	    strcmp(sub, "audit") != 0)
+		return reply_err(con, 404, "no such route", NULL, NULL);
+	if (!(len == 7 && memcmp(rest, "default", 7) == 0) &&
+	    !eg_session_name_ok(rest, len))
+		return reply_err(con, 404, "no such session (a session name "
+		    "is 1 to 64 of A-Z a-z 0-9 _ . -, not beginning with . "
+		    "or -)", NULL, NULL);
+	memcpy(name, rest, len);
+	name[len] = '\0';
+	if ((s = eg_session_get(ex, name, len)) == NULL) {
+		snprintf(msg, sizeof(msg), "session '%s' does not exist",
+		    name);
+		return reply_err(con, 404, msg, NULL, NULL);
+	}
+	if (*sub == '\0' && m == M_GET) {
+		pthread_rwlock_rdlock(&ex->lock);
+		json_session(&j, s);
+		pthread_rwlock_unlock(&ex->lock);
+		eg_session_unref(s);
+		return reply_json(con, 200, &j);
+	}
+	if (*sub == '\0' && m == M_DELETE) {
+		eg_session_unref(s);
+		pthread_mutex_lock(&ad->mtx);
+		errno = 0;
+		rc = egress_session_delete(ex, name, "admin", &closed);
+		e = errno;
+		if (rc == -1)
+			snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+		pthread_mutex_unlock(&ad->mtx);
+		if (rc == -1)
+			return reply_err(con, session_status(e), msg, NULL,
+			    NULL);
+		eg_buf_str(&j, "{\"name\":");
+		eg_buf_json_str(&j, name);
+		eg_buf_str(&j, ",\"closed\":");
+		eg_buf_u64(&j, closed);
+		eg_buf_add(&j, "}", 1);
+		return reply_json(con, 200, &j);
+	}
+	if (*sub == '\0') {
+		eg_session_unref(s);
+		return reply_err(con, 405, "use GET or DELETE", "Allow",
+		    "GET, DELETE");
+	}
+	if (strcmp(sub, "phase") == 0 && m == M_GET) {
+		pthread_rwlock_rdlock(&ex->lock);
+		p = s->phase;
+		eg_buf_str(&j, "{\"phase\":");
+		eg_buf_json_str(&j, p->name);
+		eg_buf_add(&j, ",", 1);
+		json_allow(&j, p);
+		eg_buf_add(&j, "}", 1);
+		pthread_rwlock_unlock(&ex->lock);
+		eg_session_unref(s);
+		return reply_json(con, 200, &j);
+	}
+	if (strcmp(sub, "phase") == 0 && m == M_PUT) {
+		eg_session_unref(s);
+		if (!is_json_type(MHD_lookup_connection_value(con,
+		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+			return reply_err(con, 400, "Content-Type must be "
+			    "application/json", NULL, NULL);
+		if (rq->too_big)
+			return reply_err(con, 400, "request body over 4096 "
+			    "bytes", NULL, NULL);
+		if (eg_admin_parse_phase(rq->body, rq->len, pname,
+		    sizeof(pname), &why) == -1)
+			return reply_err(con, 400, why, NULL, NULL);
+		pthread_mutex_lock(&ad->mtx);
+		egress_session_phase(ex, name, prev, sizeof(prev));
+		errno = 0;
+		rc = egress_session_set_phase(ex, name, pname, "admin",
+		    &closed);
+		e = errno;
+		if (rc == -1)
+			snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+		pthread_mutex_unlock(&ad->mtx);
+		if (rc == -1)
+			return reply_err(con, e == ENOENT ? 404 : 500, msg,
+			    NULL, NULL);
+		eg_buf_str(&j, "{\"phase\":");
+		eg_buf_json_str(&j, pname);
+		eg_buf_str(&j, ",\"previous\":");
+		eg_buf_json_str(&j, prev);
+		eg_buf_str(&j, ",\"closed\":");
+		eg_buf_u64(&j, closed);
+		eg_buf_add(&j, "}", 1);
+		return reply_json(con, 200, &j);
+	}
+	if (strcmp(sub, "phase") == 0) {
+		eg_session_unref(s);
+		return reply_err(con, 405, "use GET or PUT", "Allow",
+		    "GET, PUT");
+	}
+	/* audit */
+	if (m != M_GET) {
+		eg_session_unref(s);
+		return reply_err(con, 405, "use GET", "Allow", "GET");
+	}
+	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
+	if (q != NULL && parse_u64(q, &since) == -1) {
+		eg_session_unref(s);
+		return reply_err(con, 400, "since: expected a decimal seq",
+		    NULL, NULL);
+	}
+	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
+	if (q != NULL && (parse_u64(q, &limit) == -1 || limit == 0 ||
+	    limit > EG_ADMIN_AUDIT_MAX)) {
+		eg_session_unref(s);
+		return reply_err(con, 400, "limit: expected 1 to 1000",
+		    NULL, NULL);
+	}
+	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
+	if ((buf = malloc(cap)) == NULL) {
+		eg_session_unref(s);
+		return reply_err(con, 500, "out of memory", NULL, NULL);
+	}
+	n = s->ring != NULL ? eg_ring_json(s->ring, since, (unsigned)limit,
+	    buf, cap - 1) : eg_audit_ring_json(ex->audit, since,
+	    (unsigned)limit, buf, cap - 1);
+	eg_session_unref(s);
+	buf[n++] = '\n';
+	r = reply(con, 200, "application/json", buf, n, NULL, NULL);
+	free(buf);
+	return r;
+}
+
 /* 200 ok; 503 while the audit log is failing (its last write failed). */
 static enum MHD_Result
 healthz(struct eg_admin *ad, struct MHD_Connection *con)
@@ -505,7 +809,6 @@ healthz(struct eg_admin *ad, struct MHD_Connection *con)
 	    NULL, NULL);
 }
 
-enum method { M_GET, M_PUT, M_POST, M_OTHER };
 
 static enum MHD_Result
 dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
@@ -549,6 +852,16 @@ dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
 			    "POST");
 		return post_reload(ad, con);
 	}
+	if (strcmp(url, "/v1/sessions") == 0) {
+		if (m == M_GET)
+			return get_sessions(ad, con);
+		if (m == M_POST)
+			return post_session(ad, con, rq);
+		return reply_err(con, 405, "use GET or POST", "Allow",
+		    "GET, POST");
+	}
+	if (strncmp(url, "/v1/sessions/", 13) == 0)
+		return session_route(ad, con, url + 13, m, rq);
 	if (strcmp(url, "/metrics") == 0) {
 		if (m != M_GET)
 			return reply_err(con, 405, "use GET", "Allow", "GET");
@@ -592,6 +905,8 @@ on_request(void *cls, struct MHD_Connection *con, const char *url,
 		m = M_PUT;
 	else if (strcmp(method, "POST") == 0)
 		m = M_POST;
+	else if (strcmp(method, "DELETE") == 0)
+		m = M_DELETE;
 	else
 		m = M_OTHER;
 	return dispatch(ad, con, url, m, rq);

@@ -20,6 +20,16 @@ struct ring_slot {
 	char		*json;		/* without the newline */
 };
 
+struct eg_ring {			/* recent events as JSON (audit.h) */
+	pthread_mutex_t	 mtx;
+	struct ring_slot *ring;
+	unsigned	 nring;		/* its size, once full */
+	unsigned	 cap;		/* slots allocated: grows to nring,
+					   so an idle session's ring is
+					   small */
+	uint64_t	 seq;		/* ring sequence; also "since" */
+};
+
 struct eg_audit {
 	/* fd and json are read by every writer (atomic loads) and changed by
 	 * eg_audit_reconfigure(); path and is_stdout are guarded by cmtx. */
@@ -29,17 +39,14 @@ struct eg_audit {
 	char		*path;
 	pthread_mutex_t	 cmtx;		/* reconfigure vs. reopen */
 
-	pthread_mutex_t	 mtx;		/* guards the ring */
-	struct ring_slot *ring;
-	unsigned	 nring;
-	uint64_t	 seq;		/* ring sequence; also "since" */
+	struct eg_ring	 rg;		/* the default session's */
 
 	uint64_t	 write_errors;	/* atomic: failed line writes */
 	int		 failing;	/* atomic: the last write failed */
 };
 
 static const char *const event_names[] = {
-	"ALLOW", "BLOCK", "FAIL", "CLOSE", "PHASE"
+	"ALLOW", "BLOCK", "FAIL", "CLOSE", "PHASE", "SESSION"
 };
 
 const char *
@@ -80,7 +87,8 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 		return NULL;
 	if ((a = calloc(1, sizeof(*a))) == NULL ||
 	    (a->path = strdup(path)) == NULL ||
-	    (ring && (a->ring = calloc(ring, sizeof(*a->ring))) == NULL)) {
+	    (ring && (a->rg.ring = calloc(ring, sizeof(*a->rg.ring))) ==
+	    NULL)) {
 		if (a != NULL)
 			free(a->path);
 		free(a);
@@ -92,8 +100,8 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 	a->fd = fd;
 	a->json = json;
 	a->is_stdout = is_stdout;
-	a->nring = ring;
-	pthread_mutex_init(&a->mtx, NULL);
+	a->rg.nring = a->rg.cap = ring;
+	pthread_mutex_init(&a->rg.mtx, NULL);
 	pthread_mutex_init(&a->cmtx, NULL);
 	return a;
 }
@@ -178,11 +186,11 @@ eg_audit_close(struct eg_audit *a)
 		return;
 	if (a->fd > STDERR_FILENO)
 		close(a->fd);
-	for (i = 0; i < a->nring; i++)
-		free(a->ring[i].json);
-	free(a->ring);
+	for (i = 0; i < a->rg.cap; i++)
+		free(a->rg.ring[i].json);
+	free(a->rg.ring);
 	free(a->path);
-	pthread_mutex_destroy(&a->mtx);
+	pthread_mutex_destroy(&a->rg.mtx);
 	pthread_mutex_destroy(&a->cmtx);
 	free(a);
 }
@@ -355,6 +363,8 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 		out_raw(&o, "\"", 1);
 		if (ev->type == EGRESS_EV_PHASE)
 			kv_str(&o, 1, "phase", ev->phase);
+		else if (ev->type == EGRESS_EV_SESSION)
+			kv_str(&o, 1, "session", ev->session);
 		else {
 			kv_str(&o, 1, "host", ev->host ? ev->host : "-");
 			kv_u64(&o, 1, "port", ev->port);
@@ -368,6 +378,8 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 		out_raw(&o, " ", 1);
 		if (ev->type == EGRESS_EV_PHASE)
 			out_text_val(&o, ev->phase);
+		else if (ev->type == EGRESS_EV_SESSION)
+			out_text_val(&o, ev->session);
 		else {
 			out_text_val(&o, ev->host);
 			if (ev->port) {
@@ -378,7 +390,8 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 			kv_str(&o, 0, "phase", ev->phase);
 		}
 	}
-	kv_str(&o, json, "session", ev->session);
+	if (ev->type != EGRESS_EV_SESSION)
+		kv_str(&o, json, "session", ev->session);
 	switch (ev->type) {
 	case EGRESS_EV_ALLOW:
 	case EGRESS_EV_BLOCK:
@@ -403,6 +416,16 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 		kv_str(&o, json, "by", ev->by);
 		kv_u64(&o, json, "closed", ev->closed);
 		break;
+	case EGRESS_EV_SESSION:
+		/* SESSION NAME action=open phase=P by=B, or
+		 * SESSION NAME action=close closed=N by=B */
+		kv_str(&o, json, "action", ev->action);
+		if (ev->action != NULL && strcmp(ev->action, "close") == 0)
+			kv_u64(&o, json, "closed", ev->closed);
+		else
+			kv_str(&o, json, "phase", ev->phase);
+		kv_str(&o, json, "by", ev->by);
+		break;
 	}
 	if (json)
 		out_raw(&o, "}", 1);
@@ -411,8 +434,28 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	return n;
 }
 
+/* Double the slots (up to nring), each entry moved to its new index. */
 static void
-ring_push(struct eg_audit *a, const char *line, size_t n)
+ring_grow(struct eg_ring *a)
+{
+	struct ring_slot *nr;
+	unsigned ncap, i;
+
+	ncap = a->cap ? a->cap * 2 : 8;
+	if (ncap > a->nring)
+		ncap = a->nring;
+	if ((nr = calloc(ncap, sizeof(*nr))) == NULL)
+		return;		/* the older entries are overwritten */
+	for (i = 0; i < a->cap; i++)
+		if (a->ring[i].seq > 0)
+			nr[(a->ring[i].seq - 1) % ncap] = a->ring[i];
+	free(a->ring);
+	a->ring = nr;
+	a->cap = ncap;
+}
+
+static void
+ring_push(struct eg_ring *a, const char *line, size_t n)
 {
 	struct ring_slot *s;
 	char *copy;
@@ -422,7 +465,14 @@ ring_push(struct eg_audit *a, const char *line, size_t n)
 	memcpy(copy, line, n - 1);
 	copy[n - 1] = '\0';
 	pthread_mutex_lock(&a->mtx);
-	s = &a->ring[a->seq % a->nring];
+	if (a->seq >= a->cap && a->cap < a->nring)
+		ring_grow(a);
+	if (a->cap == 0) {
+		pthread_mutex_unlock(&a->mtx);
+		free(copy);
+		return;
+	}
+	s = &a->ring[a->seq % a->cap];
 	free(s->json);
 	s->json = copy;
 	s->seq = ++a->seq;
@@ -484,6 +534,13 @@ int
 eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
     int *change)
 {
+	return eg_audit_emit_ring(a, ev, NULL, change);
+}
+
+int
+eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
+    struct eg_ring *rg, int *change)
+{
 	char line[EG_AUDIT_LINE], text[EG_AUDIT_LINE];
 	const char *out = line;
 	size_t n = 0, nj = 0;
@@ -492,10 +549,13 @@ eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
 	int json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
 	int fd = __atomic_load_n(&a->fd, __ATOMIC_RELAXED);
 
+	if (rg == NULL)
+		rg = &a->rg;
+
 	if (change != NULL)
 		*change = 0;
 	/* the ring holds JSON: with a JSON log, the same line is written */
-	if (a->nring > 0 || json)
+	if (rg->nring > 0 || json)
 		n = nj = eg_audit_format(ev, 1, line, sizeof(line));
 	if (fd != -1) {
 		if (!json) {
@@ -516,8 +576,8 @@ eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
 	}
 	/* an ALLOW that is not in the log is not a decision: the caller
 	 * refuses instead, and that refusal is what the ring records */
-	if (a->nring > 0 && (rc == 0 || ev->type != EGRESS_EV_ALLOW))
-		ring_push(a, line, nj);
+	if (rg->nring > 0 && (rc == 0 || ev->type != EGRESS_EV_ALLOW))
+		ring_push(rg, line, nj);
 	return rc;
 }
 
@@ -534,6 +594,39 @@ size_t
 eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
     char *buf, size_t cap)
 {
+	return eg_ring_json(&a->rg, since, limit, buf, cap);
+}
+
+struct eg_ring *
+eg_ring_new(unsigned n)
+{
+	struct eg_ring *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->nring = n;			/* slots come as it fills */
+	pthread_mutex_init(&r->mtx, NULL);
+	return r;
+}
+
+void
+eg_ring_free(struct eg_ring *r)
+{
+	unsigned i;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->cap; i++)
+		free(r->ring[i].json);
+	free(r->ring);
+	pthread_mutex_destroy(&r->mtx);
+	free(r);
+}
+
+size_t
+eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
+    size_t cap)
+{
 	struct eg_buf o;
 	uint64_t first, seq;
 	unsigned n = 0;
@@ -546,7 +639,7 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 	eg_buf_init(&o, buf, cap - 1);
 	out_raw(&o, "[", 1);
 	pthread_mutex_lock(&a->mtx);
-	first = a->seq > a->nring ? a->seq - a->nring + 1 : 1;
+	first = a->seq > a->cap ? a->seq - a->cap + 1 : 1;
 	if (since + 1 > first)
 		first = since + 1;
 	/* since = 0: the most recent `limit`; else the oldest after since,
@@ -554,10 +647,10 @@ eg_audit_ring_json(struct eg_audit *a, uint64_t since, unsigned limit,
 	if (limit && since == 0 && a->seq >= first &&
 	    a->seq - first + 1 > limit)
 		first = a->seq - limit + 1;
-	for (seq = first; seq <= a->seq && a->nring; seq++) {
+	for (seq = first; seq <= a->seq && a->cap; seq++) {
 		if (limit && n >= limit)
 			break;
-		s = &a->ring[(seq - 1) % a->nring];
+		s = &a->ring[(seq - 1) % a->cap];
 		if (s->seq != seq || s->json == NULL || s->json[0] != '{')
 			continue;
 		/* whole objects only: stop when the next one would not fit */

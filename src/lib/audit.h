@@ -16,6 +16,7 @@
 #define EG_AUDIT_STALL_MS 5000	/* longest wait for a full pipe to drain */
 
 struct eg_audit;
+struct eg_ring;
 
 /* path "-" is standard output; "none" discards.  NULL on error. */
 struct eg_audit	*eg_audit_open(const char *path, int json, unsigned ring,
@@ -37,6 +38,12 @@ void		 eg_audit_close(struct eg_audit *);
  * transitions only).
  */
 int		 eg_audit_emit(struct eg_audit *, const struct egress_event *,
+		    int *change);
+
+/* The same, recording the event in ring (NULL: the log's own ring, the
+ * default session's) instead. */
+int		 eg_audit_emit_ring(struct eg_audit *,
+		    const struct egress_event *, struct eg_ring *ring,
 		    int *change);
 
 /*
@@ -65,6 +72,13 @@ size_t		 eg_audit_format(const struct egress_event *, int json,
  * length.  Thread-safe.
  */
 size_t		 eg_audit_ring_json(struct eg_audit *, uint64_t since,
+		    unsigned limit, char *buf, size_t cap);
+
+/* A ring of its own (a session's): n entries, 0 for none.  NULL when out
+ * of memory.  eg_ring_json() is eg_audit_ring_json() for it. */
+struct eg_ring	*eg_ring_new(unsigned n);
+void		 eg_ring_free(struct eg_ring *);
+size_t		 eg_ring_json(struct eg_ring *, uint64_t since,
 		    unsigned limit, char *buf, size_t cap);
 
 /* Names shared by audit, metrics and reply bodies. */

@@ -112,6 +112,9 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	    0, NULL)							\
 	X(KS_PROXY, "dns_tries", K_UINT, 1, 8, C(dns_tries), 0, NULL)	\
 	X(KS_PROXY, "workers", K_UINT, 0, 256, C(workers), 0, NULL)	\
+	X(KS_PROXY, "session_dir", K_STR, 0, 0, C(session_dir), 0, NULL) \
+	X(KS_PROXY, "max_sessions", K_UINT, 0, 1000000, C(max_sessions), \
+	    0, NULL)							\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
 	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
 
@@ -129,7 +132,8 @@ enum sect {
 	SECT_PROXY,
 	SECT_HOSTS,
 	SECT_PHASE,
-	SECT_MODULE		/* [NAME] of a compiled-in module */
+	SECT_MODULE,		/* [NAME] of a compiled-in module */
+	SECT_SESSION		/* [session:NAME] */
 };
 
 /*
@@ -152,6 +156,7 @@ struct parse {
 	enum sect	 sect;
 	char		 sectname[408];	/* for messages */
 	size_t		 phase;		/* SECT_PHASE: in cfg->phases */
+	size_t		 sess;		/* SECT_SESSION: in cfg->sessions */
 	int		 proxy_line, hosts_line;
 	size_t		 mod;		/* SECT_MODULE: eg_module_table index */
 	int		 mod_line[EG_MODULES_MAX];	/* of its [NAME] */
@@ -733,6 +738,46 @@ section_start(struct parse *ps, const char *name, size_t len)
 		ps->sect = SECT_PHASE;
 		return;
 	}
+	if (len >= 8 && memcmp(name, "session:", 8) == 0) {
+		struct eg_cfg_session *ns;
+
+		name += 8;
+		len -= 8;
+		if (!eg_session_name_ok(name, len) || (len == 7 &&
+		    memcmp(name, "default", 7) == 0)) {
+			perr(ps, "bad session name '%s' (letters, digits, "
+			    "'.', '_' and '-', at most %d, not beginning with "
+			    "'.' or '-'; not default)", quote(name, len, q,
+			    sizeof(q)), EG_SESSION_NAME_MAX);
+			return;
+		}
+		for (i = 0; i < cfg->nsessions; i++)
+			if (strlen(cfg->sessions[i].name) == len &&
+			    memcmp(cfg->sessions[i].name, name, len) == 0) {
+				perr(ps, "duplicate section [session:%s] "
+				    "(first at line %d)",
+				    cfg->sessions[i].name,
+				    cfg->sessions[i].line);
+				return;
+			}
+		ns = reallocarray(cfg->sessions, cfg->nsessions + 1,
+		    sizeof(*ns));
+		if (ns == NULL) {
+			perr(ps, "out of memory");
+			return;
+		}
+		cfg->sessions = ns;
+		ns = &cfg->sessions[cfg->nsessions];
+		memset(ns, 0, sizeof(*ns));
+		if ((ns->name = strndup(name, len)) == NULL) {
+			perr(ps, "out of memory");
+			return;
+		}
+		ns->line = ps->line;
+		ps->sess = cfg->nsessions++;
+		ps->sect = SECT_SESSION;
+		return;
+	}
 	/* a module's [NAME], or [NAME:...] of one not compiled in */
 	colon = memchr(name, ':', len);
 	ms = eg_module_find(name, colon != NULL ? (size_t)(colon - name) :
@@ -906,6 +951,74 @@ module_entry(struct parse *ps, const char *value)
 		perr(ps, "%s", msg[0] != '\0' ? msg : "bad key");
 }
 
+/* A key of [session:NAME]: unix and listen (repeatable), phase. */
+static void
+session_entry(struct parse *ps, const char *key, const char *val)
+{
+	struct eg_cfg_session *cs = &ps->cfg->sessions[ps->sess];
+	struct eg_listen *nl, *l;
+	struct sockaddr_storage ss;
+	socklen_t sslen = 0;
+	size_t len = strlen(val);
+	int tcp;
+	char q[400];
+
+	if (strcmp(key, "phase") == 0) {
+		if (cs->phase_line) {
+			perr(ps, "duplicate key 'phase' in %s (first at line "
+			    "%d)", ps->sectname, cs->phase_line);
+			return;
+		}
+		if (!eg_phase_name_ok(val, len)) {
+			perr(ps, "bad phase name '%s'", quote(val, len, q,
+			    sizeof(q)));
+			return;
+		}
+		cs->phase_line = ps->line;
+		if ((cs->phase = strdup(val)) == NULL)
+			perr(ps, "out of memory");
+		return;
+	}
+	if (strcmp(key, "unix") != 0 && strcmp(key, "listen") != 0) {
+		perr(ps, "unknown key '%s' in %s (unix, listen, phase)",
+		    quote(key, strlen(key), q, sizeof(q)), ps->sectname);
+		return;
+	}
+	tcp = key[0] == 'l';
+	if (len == 0) {
+		perr(ps, "%s: empty value", key);
+		return;
+	}
+	if (tcp && parse_ipport(val, len, 0, &ss, &sslen) == -1) {
+		perr(ps, "bad value '%s' for listen: expected IPv4:PORT or "
+		    "[IPv6]:PORT", quote(val, len, q, sizeof(q)));
+		return;
+	}
+	if (!tcp && len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		perr(ps, "bad value for unix: path too long");
+		return;
+	}
+	nl = reallocarray(cs->listen, cs->nlisten + 1, sizeof(*nl));
+	if (nl == NULL) {
+		perr(ps, "out of memory");
+		return;
+	}
+	cs->listen = nl;
+	l = &nl[cs->nlisten];
+	memset(l, 0, sizeof(*l));
+	l->kind = tcp ? EG_LISTEN_TCP : EG_LISTEN_UNIX;
+	l->line = ps->line;
+	if (tcp) {
+		l->ss = ss;
+		l->sslen = sslen;
+	}
+	if ((l->text = strdup(val)) == NULL) {
+		perr(ps, "out of memory");
+		return;
+	}
+	cs->nlisten++;
+}
+
 /*
  * The inih handler.  inih's section and name are not used: the reader
  * tracked the section, and kept the key untruncated (inih cuts names at
@@ -938,6 +1051,9 @@ cfg_handler(void *arg, const char *section, const char *name,
 		return 1;
 	case SECT_MODULE:
 		module_entry(ps, value);
+		return 1;
+	case SECT_SESSION:
+		session_entry(ps, ps->key, value);
 		return 1;
 	case SECT_PROXY:
 	case SECT_PHASE:
@@ -988,6 +1104,7 @@ cfg_new(const char *fname)
 	cfg->admin_mode = 0600;
 	cfg->admin_max_connections = 1024;
 	cfg->admin_idle_timeout = 5;
+	cfg->max_sessions = 1024;
 	cfg->audit_ring = 1024;
 	cfg->audit_json = 0;
 	cfg->deny_private = 1;
@@ -1115,6 +1232,17 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 		cfg->phase = strdup(cfg->phases[0].name);
 		if (cfg->phase == NULL)
 			perr(&ps, "out of memory");
+	}
+	for (i = 0; i < cfg->nsessions; i++) {
+		struct eg_cfg_session *cs = &cfg->sessions[i];
+
+		if (cs->nlisten == 0)
+			perr_at(&ps, cs->line, "[session:%s] has no listener "
+			    "(unix = PATH or listen = ADDR:PORT)", cs->name);
+		if (cs->phase != NULL && cfg->nphases > 0 &&
+		    eg_cfg_phase(cfg, cs->phase) == NULL)
+			perr_at(&ps, cs->phase_line, "phase '%s' does not "
+			    "exist", cs->phase);
 	}
 	admin_line = ps.seen[key_find(KS_PROXY, "admin") - keys];
 	cfg->admin_token_line = ps.seen[key_find(KS_PROXY,
@@ -1317,6 +1445,16 @@ eg_cfg_unref(struct eg_cfg *cfg)
 	for (i = 0; i < cfg->nphases; i++)
 		eg_phase_clear(&cfg->phases[i]);
 	free(cfg->phases);
+	for (i = 0; i < cfg->nsessions; i++) {
+		size_t j;
+
+		for (j = 0; j < cfg->sessions[i].nlisten; j++)
+			free_listen(&cfg->sessions[i].listen[j]);
+		free(cfg->sessions[i].listen);
+		free(cfg->sessions[i].name);
+		free(cfg->sessions[i].phase);
+	}
+	free(cfg->sessions);
 	for (i = 0; i < EG_MODULES_MAX; i++)
 		if (cfg->mod_cfg_owner[i] != NULL &&
 		    cfg->mod_cfg_owner[i]->config_free != NULL)
@@ -1324,6 +1462,7 @@ eg_cfg_unref(struct eg_cfg *cfg)
 	free(cfg->file);
 	free(cfg->admin);
 	free(cfg->admin_token_file);
+	free(cfg->session_dir);
 	free(cfg->audit_log);
 	free(cfg->phase);
 	free(cfg->ports);

@@ -34,6 +34,14 @@ struct eg_pin {				/* one [hosts] entry */
 	struct sockaddr_storage	*addr;	/* port 0; the caller sets it */
 };
 
+struct eg_cfg_session {			/* one [session:NAME] */
+	char			*name;
+	int			 line;
+	char			*phase;	/* NULL: [proxy] phase */
+	int			 phase_line;
+	struct eg_listen	*listen;	size_t nlisten;
+};
+
 struct eg_cfg {
 	unsigned	 refs;		/* atomic; see eg_cfg_ref() */
 	char		*file;		/* as given; "(default)" if embedded */
@@ -67,9 +75,13 @@ struct eg_cfg {
 	unsigned	 dns_timeout_ms;	/* the bound of one lookup */
 	unsigned	 dns_tries;	/* query rounds within it */
 	unsigned	 workers;	/* 0 = one per CPU */
+	char		*session_dir;	/* NULL: "sessions" by the admin
+					   socket */
+	unsigned	 max_sessions;	/* not counting default */
 
 	struct eg_pin	*pins;		size_t npins;
 	struct eg_phase	*phases;	size_t nphases;
+	struct eg_cfg_session *sessions;	size_t nsessions;
 
 	/* per eg_module_table index: what the module's config() built
 	   from its [NAME] section, and the module that frees it */

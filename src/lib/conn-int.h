@@ -101,6 +101,7 @@ struct eg_conn {
 	struct eg_worker	*w;
 	struct egress		*ex;
 	struct eg_conn		*prev, *next;
+	struct eg_conn		*sprev, *snext;	/* the session's list on w */
 	struct eg_cfg		*cfg;		/* the snapshot it was decided
 						   under (a reference) */
 	struct eg_session	*sess;

@@ -27,6 +27,7 @@
 #include "proxy.h"
 #include "reqparse.h"
 #include "select.h"
+#include "session.h"
 #include "sni.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -48,7 +49,8 @@ const char *const eg_reason_name[] = {
 
 const char *const eg_end_name[] = {
 	"-", "client_closed", "upstream_closed", "idle_timeout",
-	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error"
+	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
+	"session_closed"
 };
 
 static void	conn_step(struct eg_conn *);
@@ -982,6 +984,14 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 	c->next = w->dead;
 	c->prev = NULL;
 	w->dead = c;
+	if (c->sprev != NULL)
+		c->sprev->snext = c->snext;
+	else
+		c->sess->wconns[w->idx] = c->snext;
+	if (c->snext != NULL)
+		c->snext->sprev = c->sprev;
+	c->sprev = c->snext = NULL;
+	eg_session_detach(c->sess);
 	if (c->counted)
 		eg_client_release(c->ex, (struct sockaddr *)&c->cpeer);
 	c->counted = 0;
@@ -1014,6 +1024,8 @@ conn_free(struct eg_conn *c)
 	head_put(w, c->h);
 	eg_free(c->f);
 	eg_cfg_unref(c->cfg);
+	eg_session_unref(c->sess);
+	c->sess = NULL;
 	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
 		eg_free(c);
 		return;
@@ -1257,6 +1269,12 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	if (w->conns != NULL)
 		w->conns->prev = c;
 	w->conns = c;
+	/* and on its session's list, holding a reference */
+	eg_session_attach(c->sess);
+	c->snext = c->sess->wconns[w->idx];
+	if (c->snext != NULL)
+		c->snext->sprev = c;
+	c->sess->wconns[w->idx] = c;
 	active = __atomic_add_fetch(&ex->active, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ex->total, 1, __ATOMIC_RELAXED);
 	c->h = head_get(w, c->cfg->max_header_bytes);
@@ -1310,9 +1328,9 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 	struct eg_host *host;
 	uint16_t port;
 
-	for (c = w->conns; c != NULL; c = next) {
-		next = c->next;
-		if (c->sess != sess || !(c->allowed || c->kept))
+	for (c = sess->wconns[w->idx]; c != NULL; c = next) {
+		next = c->snext;
+		if (!(c->allowed || c->kept))
 			continue;
 		if (c->state != EG_CS_TUNNEL && c->state != EG_CS_SNI &&
 		    c->state != EG_CS_FORWARD && c->state != EG_CS_REPLYING &&
@@ -1330,6 +1348,30 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 			continue;
 		eg_conn_close(c, why);
 		n++;
+	}
+	return n;
+}
+
+/* DELETE of a session: every connection of it on this worker. */
+unsigned
+eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
+{
+	struct eg_conn *c;
+	unsigned n = 0;
+	char body[512];
+
+	while ((c = sess->wconns[w->idx]) != NULL) {
+		if (!c->decided && (c->state == EG_CS_RESOLVING ||
+		    c->state == EG_CS_CONNECTING)) {
+			snprintf(body, sizeof(body), "egressd: %s:%u not "
+			    "reached: session %s was closed",
+			    c->host.name, c->port, sess->name);
+			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
+			pend_flush(c, &c->u2c, c->cio.fd);
+		}
+		if (c->allowed)
+			n++;
+		conn_close(c, EG_END_SESSION_CLOSED);
 	}
 	return n;
 }

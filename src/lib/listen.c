@@ -135,6 +135,45 @@ bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
 	return 0;
 }
 
+int
+eg_listen_bind_tcp(struct eg_lsock *ls, const char *text,
+    struct eg_err *err)
+{
+	struct eg_listen l;
+	char tmp[128];
+	size_t n = strlen(text);
+	int any = 0;
+
+	memset(&l, 0, sizeof(l));
+	l.kind = EG_LISTEN_TCP;
+	l.text = (char *)(uintptr_t)text;
+	/* port 0 (the configuration grammar refuses it): any free port */
+	if (n >= 2 && n < sizeof(tmp) && strcmp(text + n - 2, ":0") == 0) {
+		memcpy(tmp, text, n + 1);
+		tmp[n - 1] = '1';
+		any = 1;
+	}
+	if (eg_cfg_parse_addr(any ? tmp : text, n, &l.ss, &l.sslen) == -1)
+		return eg_err_set(err, EINVAL, "listen %s: expected ADDR:PORT "
+		    "(\"[v6]:PORT\" for IPv6)", text);
+	if (any && l.ss.ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)&l.ss)->sin_port = 0;
+	else if (any)
+		((struct sockaddr_in6 *)(void *)&l.ss)->sin6_port = 0;
+	ls->fd = -1;
+	ls->kind = EG_LISTEN_TCP;
+	return bind_tcp(ls, &l, err);
+}
+
+int
+eg_listen_bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
+    struct eg_err *err)
+{
+	ls->fd = -1;
+	ls->kind = EG_LISTEN_UNIX;
+	return bind_unix(ls, path, mode, err);
+}
+
 void
 eg_lsock_clear(struct eg_lsock *ls)
 {

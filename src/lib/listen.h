@@ -28,6 +28,17 @@ struct eg_lsock;
 int	eg_listen_unix(const char *what, const char *path, mode_t mode,
 	    int backlog, int flags, int *fdp, struct eg_err *err);
 
+/*
+ * Bind one listener into *ls (fd, kind; path for Unix, ss for TCP):
+ * TCP at text ("ADDR:PORT", EINVAL when it is not), or a Unix socket at
+ * path with mode (eg_listen_unix(); a live server there is EADDRINUSE).
+ * 0, or -1 with err set and nothing bound.  (Sessions' listeners.)
+ */
+int	eg_listen_bind_tcp(struct eg_lsock *ls, const char *text,
+	    struct eg_err *err);
+int	eg_listen_bind_unix(struct eg_lsock *ls, const char *path,
+	    mode_t mode, struct eg_err *err);
+
 /* Close (and for Unix, unlink) one listener; free its strings. */
 void	eg_lsock_clear(struct eg_lsock *);
 

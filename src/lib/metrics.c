@@ -208,6 +208,8 @@ eg_metrics_event(struct eg_metrics *m, const struct egress_event *ev)
 	case EGRESS_EV_PHASE:
 		add64(&m->phase_switches, 1);
 		break;
+	case EGRESS_EV_SESSION:
+		break;
 	}
 }
 
@@ -381,6 +383,10 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	eg_buf_str(o, "egressd_phase_info{phase=\"");
 	out_label(o, g != NULL && g->phase != NULL ? g->phase : "");
 	eg_buf_str(o, "\"} 1\n");
+	out_head(o, "egressd_sessions", "gauge",
+	    "Sessions open now, not counting the default one.");
+	eg_buf_printf(o, "egressd_sessions %llu\n",
+	    (unsigned long long)(g ? g->sessions : 0));
 	out_head(o, "egressd_uptime_seconds", "gauge",
 	    "Seconds since the proxy started.");
 	eg_buf_printf(o, "egressd_uptime_seconds %llu\n",

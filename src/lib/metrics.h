@@ -34,6 +34,7 @@ struct eg_metrics_gauges {
 	uint64_t	 total;
 	uint64_t	 uptime_s;
 	uint64_t	 audit_write_errors;	/* eg_audit_health() */
+	uint64_t	 sessions;	/* not counting default */
 };
 
 /* Append the exposition text to b; 0, or -1 if b overflowed (its

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "ownaddr.h"
 #include "proxy.h"
+#include "session.h"
 #include "worker.h"
 
 int64_t
@@ -119,7 +120,9 @@ eg_emit(struct egress *ex, struct egress_event *ev)
 	int rc, change;
 
 	ev->ts_ms = eg_wall_ms();
-	rc = eg_audit_emit(ex->audit, ev, &change);
+	/* counted against its session, kept in its ring */
+	rc = eg_audit_emit_ring(ex->audit, ev, eg_session_event(ex, ev),
+	    &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)
 		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
@@ -152,6 +155,7 @@ proxy_alloc(void)
 	pthread_rwlock_init(&ex->lock, NULL);
 	pthread_mutex_init(&ex->ctl, NULL);
 	pthread_mutex_init(&ex->climtx, NULL);
+	pthread_mutex_init(&ex->sesmtx, NULL);
 	snprintf(ex->def.name, sizeof(ex->def.name), "default");
 	ex->def.is_default = 1;
 	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
@@ -331,6 +335,8 @@ egress_start(struct egress *ex)
 	ex->def.gen = 1;
 	if (eg_workers_create(ex, &err) == -1)
 		return set_err(ex, "%s", err.msg);
+	if (eg_sessions_start(ex) == -1)
+		return -1;
 	ex->started = 1;
 	ex->started_ms = eg_wall_ms();
 	if (eg_admin_start(ex, &err) == -1) {
@@ -343,6 +349,8 @@ egress_start(struct egress *ex)
 		return set_err(ex, "out of memory");
 	}
 	eg_own_publish(ex, own);
+	if (ex->sessions != NULL)	/* static sessions' TCP listeners */
+		eg_sessions_own_refresh(ex);
 	return 0;
 }
 
@@ -377,6 +385,9 @@ egress_run_thread(struct egress *ex)
 		}
 		ex->w[i].thr_started = 1;
 	}
+	/* the ttl reaper; without it sessions only lack their ttl */
+	if (eg_sessions_run(ex) == -1)
+		eg_log(ex, EGRESS_LOG_WARN, "%s", ex->errmsg);
 	return 0;
 }
 
@@ -392,6 +403,7 @@ egress_join(struct egress *ex)
 			pthread_join(ex->w[i].thr, NULL);
 			ex->w[i].thr_started = 0;
 		}
+	eg_sessions_join(ex);
 	ex->running = 0;
 	return 0;
 }
@@ -422,6 +434,7 @@ egress_free(struct egress *ex)
 		egress_join(ex);
 	}
 	eg_workers_free(ex);
+	eg_sessions_free(ex);
 	for (i = 0; i < ex->nls; i++)
 		eg_lsock_clear(&ex->ls[i]);
 	free(ex->ls);
@@ -445,6 +458,7 @@ egress_free(struct egress *ex)
 	pthread_rwlock_destroy(&ex->lock);
 	pthread_mutex_destroy(&ex->ctl);
 	pthread_mutex_destroy(&ex->climtx);
+	pthread_mutex_destroy(&ex->sesmtx);
 	free(ex);
 }
 
@@ -602,6 +616,14 @@ egress_reload(struct egress *ex, const char *by)
 		pthread_mutex_unlock(&ex->ctl);
 		return -1;
 	}
+	/* sessions on the configuration's phases keep theirs too */
+	if (eg_sessions_reload_check(ex, cfg, ex->errmsg,
+	    sizeof(ex->errmsg)) == -1) {
+		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
+		pthread_mutex_unlock(&ex->ctl);
+		return -1;
+	}
 	/* listeners: keep the ones still configured, bind the new ones */
 	if (eg_listen_rebind(ex, cfg, &nls, &nn, &err) == -1) {
 		/* err names the listener and the cause */
@@ -610,12 +632,21 @@ egress_reload(struct egress *ex, const char *by)
 		pthread_mutex_unlock(&ex->ctl);
 		return set_err(ex, "%s", err.msg);
 	}
+	/* static sessions the file adds: bound now, opened after the swap */
+	if (eg_sessions_reload_prepare(ex, cfg) == -1) {
+		eg_listen_drop(nls, nn);
+		eg_cfg_unref(cfg);
+		eg_metrics_reload(ex->metrics, 0);
+		pthread_mutex_unlock(&ex->ctl);
+		return -1;
+	}
 	/* own addresses: old and new listeners while both may accept */
 	own = eg_own_build(ex, nls, nn, NULL, 0);
 	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls);
 	if (own == NULL || both == NULL ||
 	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
+		eg_sessions_reload_abort(ex);
 		eg_listen_drop(nls, nn);
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
@@ -636,6 +667,7 @@ egress_reload(struct egress *ex, const char *by)
 	ex->cfg = cfg;
 	ex->def.phase = p;
 	ex->def.gen++;
+	eg_sessions_reload_swap(ex, cfg);
 	ols = ex->ls;
 	onls = ex->nls;
 	ex->ls = nls;
@@ -647,6 +679,7 @@ egress_reload(struct egress *ex, const char *by)
 	eg_listen_drop(ols, onls);
 	eg_own_publish(ex, own);
 	eg_workers_close_forbidden(ex, &ex->def, EG_END_RELOAD);
+	eg_sessions_reload_done(ex, cfg);
 	eg_cfg_unref(old);
 	eg_metrics_reload(ex->metrics, 1);
 	pthread_mutex_unlock(&ex->ctl);

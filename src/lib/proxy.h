@@ -13,6 +13,7 @@
 #include "cfg.h"
 #include "loop.h"
 #include "module.h"
+#include "shared.h"
 
 struct eg_audit;
 struct eg_metrics;
@@ -48,16 +49,57 @@ enum eg_end {
 	EG_END_SNI_MISMATCH,
 	EG_END_SHUTDOWN,
 	EG_END_DONE,
-	EG_END_ERROR
+	EG_END_ERROR,
+	EG_END_SESSION_CLOSED
 };
 extern const char *const eg_end_name[];
 
+#define EG_SESSION_MAGIC	0x53455353u
+
+struct eg_ring;
+
+/*
+ * A session (SPEC "Sessions"): a group of listeners with its own phase,
+ * counters and audit ring.  ex->def is the default one (embedded, never
+ * freed); the others live in the registry ex->sessions (guarded by
+ * ex->sesmtx; changed only under ex->ctl too) and are reference counted:
+ * the registry holds one reference, every connection accepted on one of
+ * its listeners another (session.c).
+ */
 struct eg_session {
-	char			 name[64];
+	uint32_t		 magic;	/* EG_SESSION_MAGIC: eg_emit() finds
+					   the session from ev->session */
+	char			 name[EG_SESSION_NAME_MAX + 1];
 	int			 is_default;
-	/* Guarded by egress.lock: the phase and its name in ex->cfg. */
+	/* Guarded by egress.lock: the phase, in ex->cfg or in phases. */
 	const struct eg_phase	*phase;
 	uint64_t		 gen;	/* bumped by every phase/cfg swap */
+
+	unsigned		 refs;		/* atomic */
+	struct eg_session	*next;		/* registry */
+	int			 is_static;	/* from [session:NAME] */
+	int			 closing;	/* deleted: no new listeners */
+	struct eg_phase		*phases;	/* inline; NULL: ex->cfg's */
+	size_t			 nphases;
+	/* atomics */
+	unsigned		 active;
+	uint64_t		 total, allowed, blocked, failed;
+	int64_t			 idle_since_ms;	/* wall ms active went 0 */
+	int64_t			 created_ms;
+	unsigned		 ttl_s;		/* 0: none */
+	struct eg_ring		*ring;		/* NULL: ex->audit's */
+	struct eg_lsock		*ls;		/* its own listeners */
+	size_t			 nls;
+	struct eg_lio		*lio;		/* nw * nls, by worker */
+	struct eg_conn		**wconns;	/* per worker: its live
+						   connections (conn.c) */
+	struct eg_session	**dnext;	/* per worker: w->sdead */
+	size_t			 nw;
+	char			*sock;		/* API: its socket path */
+	char			*cfg_phase;	/* static: phase = as written */
+	int			 gone;		/* static: not in the reloaded
+						   file */
+	char			 listen[64];	/* TCP: the bound address */
 };
 
 struct eg_lsock {			/* a bound listening socket */
@@ -75,6 +117,7 @@ struct eg_lio {				/* a worker's interest in a listener */
 	struct eg_io		 io;
 	struct eg_lsock		*ls;
 	struct eg_worker	*w;
+	struct eg_lio		*snext;	/* a session's: w->slio list */
 };
 
 struct eg_worker {
@@ -89,6 +132,9 @@ struct eg_worker {
 	size_t			 nlio;
 	struct eg_lio		*lio_dead;	/* replaced; freed after the
 						   batch (events may name it) */
+	struct eg_lio		*slio;		/* sessions' listeners */
+	struct eg_session	*sdead;		/* released after the batch
+						   (linked by dnext[idx]) */
 	struct eg_timer		 accept_pause;
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */
@@ -119,6 +165,14 @@ struct egress {
 	pthread_mutex_t		 ctl;		/* serialises control calls */
 	struct eg_cfg		*cfg;		/* current snapshot */
 	struct eg_session	 def;
+	pthread_mutex_t		 sesmtx;	/* guards the registry */
+	struct eg_session	*sessions;	/* API and static sessions */
+	unsigned		 nsessions;	/* not counting default */
+	pthread_t		 ttl_thr;	/* session.c: ttl reaper */
+	int			 ttl_started;
+	char			*session_dir;	/* resolved at first use */
+	struct eg_session	*sess_pending;	/* a reload's new static
+						   sessions, bound */
 
 	struct eg_audit		*audit;
 	struct eg_metrics	*metrics;
@@ -181,6 +235,9 @@ void	eg_log_write(struct egress *, int level, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
 /* conn.c */
+/* Close every connection of sess on this worker (end=session_closed);
+ * returns how many were tunnels (owed a CLOSE). */
+unsigned eg_conn_close_session(struct eg_worker *, struct eg_session *);
 void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
 	    const struct sockaddr *, socklen_t);
 void	eg_conn_reap(struct eg_worker *);
@@ -201,5 +258,8 @@ int64_t	eg_wall_ms(void);
 int	eg_client_acquire(struct egress *, const struct sockaddr *,
 	    unsigned max);
 void	eg_client_release(struct egress *, const struct sockaddr *);
+
+/* session.c (session.h has the rest) */
+struct eg_session *eg_session_from_name(const char *ev_session);
 
 #endif

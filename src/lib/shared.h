@@ -37,6 +37,22 @@ eg_phase_name_ok(const char *s, size_t len)
 	return 1;
 }
 
+#define EG_SESSION_NAME_MAX	64	/* bytes */
+
+/*
+ * A session name: 1 to EG_SESSION_NAME_MAX of A-Z a-z 0-9 . _ -, not
+ * beginning with '.' or '-' (so NAME.sock is never a dot file and a
+ * name is never taken for an option).
+ */
+static inline int
+eg_session_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > EG_SESSION_NAME_MAX || s[0] == '.' ||
+	    s[0] == '-')
+		return 0;
+	return eg_phase_name_ok(s, len);
+}
+
 static inline int
 eg_hexval(unsigned char c)
 {

@@ -15,6 +15,7 @@
 #include "dns.h"
 #include "ownaddr.h"
 #include "proxy.h"
+#include "session.h"
 #include "worker.h"
 
 struct eg_client {			/* per-client connection count */
@@ -122,7 +123,7 @@ eg_clients_free(struct egress *ex)
 static void
 worker_accept(void *arg, uint32_t events)
 {
-	struct eg_lio *lio = arg;
+	struct eg_lio *lio = arg, *sl;
 	struct eg_worker *w = lio->w;
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -162,6 +163,8 @@ worker_accept(void *arg, uint32_t events)
 				w->paused = 1;
 				for (k = 0; k < w->nlio; k++)
 					eg_io_del(w->loop, &w->lio[k].io);
+				for (sl = w->slio; sl != NULL; sl = sl->snext)
+					eg_io_del(w->loop, &sl->io);
 				eg_timer_arm(w->loop, &w->accept_pause, 200);
 			}
 			return;
@@ -173,10 +176,13 @@ worker_accept(void *arg, uint32_t events)
 static void
 worker_listen(struct eg_worker *w)
 {
+	struct eg_lio *sl;
 	size_t k;
 
 	for (k = 0; k < w->nlio; k++)
 		eg_io_set(w->loop, &w->lio[k].io, EPOLLIN | EPOLLEXCLUSIVE);
+	for (sl = w->slio; sl != NULL; sl = sl->snext)
+		eg_io_set(w->loop, &sl->io, EPOLLIN | EPOLLEXCLUSIVE);
 }
 
 static void
@@ -296,17 +302,33 @@ eg_own_publish(struct egress *ex, struct eg_ownaddr *own)
 	ex->own = own;
 }
 
+/* Release the sessions whose listeners this loop dropped (an event of
+ * the batch may still have named one of their eg_lio). */
+static void
+worker_sess_reap(struct eg_worker *w)
+{
+	struct eg_session *s;
+
+	while ((s = w->sdead) != NULL) {
+		w->sdead = s->dnext[w->idx];
+		s->dnext[w->idx] = NULL;
+		eg_session_unref(s);
+	}
+}
+
 static void
 worker_after(void *arg)
 {
 	struct eg_worker *w = arg;
-
+	struct eg_lio *sl;
 	size_t k;
 
 	if (eg_stopping(w->ex) && !w->stopped) {
 		w->stopped = 1;
 		for (k = 0; k < w->nlio; k++)
 			eg_io_del(w->loop, &w->lio[k].io);
+		for (sl = w->slio; sl != NULL; sl = sl->snext)
+			eg_io_del(w->loop, &sl->io);
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
 		eg_loop_break(w->loop);
 	}
@@ -314,6 +336,7 @@ worker_after(void *arg)
 	eg_dns_reap(w->dns);
 	free(w->lio_dead);
 	w->lio_dead = NULL;
+	worker_sess_reap(w);
 }
 
 void *
@@ -372,6 +395,7 @@ eg_workers_free(struct egress *ex)
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
 		eg_dns_free(w->dns);
 		eg_conn_reap(w);
+		worker_sess_reap(w);
 		eg_conn_pool_drain(w);
 		while (w->npipes > 0) {
 			w->npipes--;
@@ -467,4 +491,73 @@ eg_workers_reconfigure(struct egress *ex)
 			dns_cmd(&ex->w[i]);
 		}
 	}
+}
+
+/* --- sessions' listeners ------------------------------------------------- */
+
+struct sess_cmd {
+	struct eg_worker	*w;
+	struct eg_session	*s;
+	int			 on;
+	unsigned		 closed;
+};
+
+static void
+sess_cmd(void *arg)
+{
+	struct sess_cmd *c = arg;
+	struct eg_worker *w = c->w;
+	struct eg_session *s = c->s;
+	struct eg_lio *lio, **lp;
+	size_t k;
+
+	for (k = 0; k < s->nls; k++) {
+		lio = &s->lio[w->idx * s->nls + k];
+		if (c->on) {
+			lio->ls = &s->ls[k];
+			lio->w = w;
+			eg_io_init(&lio->io, s->ls[k].fd, worker_accept, lio);
+			lio->snext = w->slio;
+			w->slio = lio;
+			if (!w->paused && !w->stopped)
+				eg_io_set(w->loop, &lio->io,
+				    EPOLLIN | EPOLLEXCLUSIVE);
+			continue;
+		}
+		eg_io_del(w->loop, &lio->io);
+		for (lp = &w->slio; *lp != NULL; lp = &(*lp)->snext)
+			if (*lp == lio) {
+				*lp = lio->snext;
+				break;
+			}
+		lio->snext = NULL;
+	}
+	if (c->on)
+		return;
+	c->closed = eg_conn_close_session(w, s);
+	/* keep s (and its lio) until this batch is over */
+	eg_session_ref(s);
+	s->dnext[w->idx] = w->sdead;
+	w->sdead = s;
+}
+
+unsigned
+eg_workers_session(struct egress *ex, struct eg_session *s, int on)
+{
+	struct sess_cmd c;
+	unsigned n = 0;
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		c.w = &ex->w[i];
+		c.s = s;
+		c.on = on;
+		c.closed = 0;
+		if (!ex->running)
+			sess_cmd(&c);
+		else if (eg_loop_call(ex->w[i].loop, sess_cmd, &c) == -1)
+			continue;	/* that loop has ended */
+		n += c.closed;
+	}
+	return n;
 }

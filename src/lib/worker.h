@@ -42,6 +42,13 @@ void	eg_own_publish(struct egress *, struct eg_ownaddr *own);
 unsigned eg_workers_close_forbidden(struct egress *, struct eg_session *,
 	    enum eg_end);
 
+/*
+ * On every loop: start accepting on session s's listeners (on), or stop
+ * and close every connection of s (end=session_closed); returns the
+ * tunnels closed.  Each loop keeps a reference to s until its batch ends.
+ */
+unsigned eg_workers_session(struct egress *, struct eg_session *s, int on);
+
 /* On every loop: take up the new ex->ls and DNS servers (a reload). */
 void	eg_workers_reconfigure(struct egress *);
 

@@ -295,6 +295,51 @@ main(void)
 	    "\"PHASE\",\"phase\":\"judge\",\"from\":\"agent\",\"by\":\"admin\","
 	    "\"closed\":2}\n", "PHASE JSON line");
 
+	/* sessions: session= right after phase=, PHASE lines too */
+	ev.session = "run-42";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z PHASE judge "
+	    "session=run-42 from=agent by=admin closed=2\n",
+	    "PHASE line of a session carries session=");
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EGRESS_EV_BLOCK;
+	ev.ts_ms = 1795975200456LL;
+	ev.host = "github.com";
+	ev.port = 443;
+	ev.id = 18;
+	ev.phase = "agent";
+	ev.session = "run-42";
+	ev.client = "unix";
+	ev.method = "CONNECT";
+	ev.reason = "not_allowed";
+	is_str(fmt(&ev, 0), "2026-11-29T18:00:00.456Z BLOCK github.com:443 "
+	    "id=18 phase=agent session=run-42 client=unix method=CONNECT "
+	    "reason=not_allowed\n",
+	    "BLOCK of a session: session= after phase=");
+	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:00:00.456Z\",\"event\":"
+	    "\"BLOCK\",\"host\":\"github.com\",\"port\":443,\"id\":18,"
+	    "\"phase\":\"agent\",\"session\":\"run-42\",\"client\":\"unix\","
+	    "\"method\":\"CONNECT\",\"reason\":\"not_allowed\"}\n",
+	    "... and in JSON");
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EGRESS_EV_SESSION;
+	ev.ts_ms = 1795975500000LL;
+	ev.session = "run-42";
+	ev.action = "open";
+	ev.phase = "setup";
+	ev.by = "admin";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z SESSION run-42 "
+	    "action=open phase=setup by=admin\n", "SESSION open line (SPEC)");
+	is_str(fmt(&ev, 1), "{\"ts\":\"2026-11-29T18:05:00.000Z\",\"event\":"
+	    "\"SESSION\",\"session\":\"run-42\",\"action\":\"open\","
+	    "\"phase\":\"setup\",\"by\":\"admin\"}\n",
+	    "SESSION open JSON line");
+	ev.action = "close";
+	ev.phase = NULL;
+	ev.closed = 3;
+	ev.by = "ttl";
+	is_str(fmt(&ev, 0), "2026-11-29T18:05:00.000Z SESSION run-42 "
+	    "action=close closed=3 by=ttl\n", "SESSION close line (SPEC)");
+
 	/* hostile values are escaped: no spaces or control bytes */
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_BLOCK;
@@ -351,6 +396,42 @@ main(void)
 	eg_audit_ring_json(a, 0, 1, ring, sizeof(ring));
 	ok(strstr(ring, "\"id\":6") && !strstr(ring, "\"id\":5"),
 	    "limit=1 returns the most recent");
+
+	/* a session's ring: its own, growing as it fills, then wrapping */
+	{
+		struct eg_ring *r = eg_ring_new(20);
+		char want[32];
+		int good = 1;
+
+		ok(r != NULL, "a ring of 20 of its own");
+		for (i = 1; i <= 50; i++) {
+			ev.id = (uint64_t)i;
+			eg_audit_emit_ring(a, &ev, r, NULL);
+			if (i == 13) {
+				eg_ring_json(r, 0, 0, ring, sizeof(ring));
+				good = strstr(ring, "{\"seq\":1,") != NULL &&
+				    strstr(ring, "\"id\":13") != NULL;
+			}
+		}
+		ok(good, "13 events (past a growth): all kept, in order");
+		eg_ring_json(r, 0, 0, ring, sizeof(ring));
+		good = strncmp(ring, "[{\"seq\":31,", 11) == 0;
+		for (i = 31; i <= 50 && good; i++) {
+			snprintf(want, sizeof(want), "\"id\":%d,", i);
+			good = strstr(ring, want) != NULL;
+		}
+		ok(good && strstr(ring, "\"id\":30,") == NULL,
+		    "50 events: the last 20 (31 to 50), from seq 31");
+		eg_ring_json(r, 35, 3, ring, sizeof(ring));
+		ok(strncmp(ring, "[{\"seq\":36,", 11) == 0 &&
+		    strstr(ring, "{\"seq\":38,") != NULL &&
+		    strstr(ring, "{\"seq\":39,") == NULL,
+		    "since=35 limit=3: 36 to 38");
+		eg_audit_ring_json(a, 0, 1, ring, sizeof(ring));
+		ok(strstr(ring, "\"id\":6") != NULL,
+		    "the log's own ring did not get them");
+		eg_ring_free(r);
+	}
 	eg_audit_close(a);
 	test_write_all();
 	test_failing();
