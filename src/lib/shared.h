@@ -1,8 +1,8 @@
 /*
  * shared.h: the few rules the daemon and egressctl must agree on.
  * egressctl links neither libegress nor its dependencies, so these are
- * header-only: the phase-name grammar, a hex digit, and how a bearer token
- * file is read.
+ * header-only: the phase- and session-name grammars, a hex digit, and how
+ * a bearer token file is read.
  */
 #ifndef EG_SHARED_H
 #define EG_SHARED_H
@@ -35,6 +35,13 @@ eg_phase_name_ok(const char *s, size_t len)
 		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
 			return 0;
 	return 1;
+}
+
+/* A session name: a phase name that does not begin with . or - */
+static inline int
+eg_session_name_ok(const char *s, size_t len)
+{
+	return eg_phase_name_ok(s, len) && s[0] != '.' && s[0] != '-';
 }
 
 static inline int
