@@ -42,7 +42,7 @@
 #define IO_TIMEOUT_S	120	/* a phase switch may close many */
 
 static const char usage_text[] =
-"usage: egressctl [-s ADMIN] [--json] [--token-file FILE] COMMAND\n"
+"usage: egressctl [-s ADMIN] [-S SESSION] [--json] [--token-file FILE] COMMAND\n"
 "\n"
 "Talk to a running egressd through its admin API.\n"
 "\n"
@@ -58,11 +58,23 @@ static const char usage_text[] =
 "  reload               re-read egressd's configuration file (like SIGHUP);\n"
 "                       on errors the old configuration stays\n"
 "\n"
+"Sessions (one egressd, many runs, each with its own phase):\n"
+"  session ls           one session per line: NAME PHASE ACTIVE TOTAL ALLOWED\n"
+"                       BLOCKED FAILED SOCKET LISTEN, tab-separated\n"
+"  session new NAME [--phase P] [--listen ADDR:PORT] [--ttl SECONDS]\n"
+"                       create a session; prints its socket path, then its\n"
+"                       TCP address on a second line with --listen\n"
+"  session show NAME    one session: phase, sockets, counters\n"
+"  session rm NAME      delete it: its listeners and tunnels are closed\n"
+"  -S NAME status|phase [P]|audit\n"
+"                       the same commands, for session NAME only\n"
+"\n"
 "Options:\n"
 "  -s, --socket ADMIN   where the admin API listens: a Unix socket path, or\n"
 "                       ADDR:PORT for TCP (default: $EGRESSD_ADMIN, else\n"
 "                       $XDG_RUNTIME_DIR/egressd/admin.sock, else\n"
 "                       /tmp/egressd-UID/admin.sock, as egressd does)\n"
+"  -S, --session NAME   direct status, phase and audit at session NAME\n"
 "  -j, --json           print the server's JSON instead of text\n"
 "  -t, --token-file FILE  bearer token for a TCP admin (default: the\n"
 "                       EGRESSD_TOKEN environment variable)\n"
@@ -74,12 +86,17 @@ static const char usage_text[] =
 "Examples:\n"
 "  egressctl phase agent          # setup is over: only the model API now\n"
 "  egressctl -s 127.0.0.1:9090 --token-file /etc/egressd/admin.token status\n"
-"  egressctl audit -f             # watch decisions as they happen\n";
+"  egressctl audit -f             # watch decisions as they happen\n"
+"  sock=$(egressctl session new run-42 --phase setup)\n"
+"  egressctl -S run-42 phase agent  # only run-42 switches\n"
+"  egressctl session rm run-42\n";
 
 static const char *admin;	/* -s */
 static int json_out;		/* --json */
+static const char *session;	/* -S */
 static char *token;		/* TCP bearer token */
-static int tty_bold;		/* stdout is a terminal */
+static int tty_bold;		/* stdout is a terminal, bold wanted */
+static int tty_out;		/* stdout is a terminal */
 
 /* --- terminal safety ------------------------------------------------------ */
 
@@ -889,6 +906,32 @@ call(const char *what, const char *method, const char *path,
 	return EX_OK;
 }
 
+/*
+ * The route of what ("phase", "audit"): the default session's /v1/WHAT,
+ * or with -S /v1/sessions/NAME/WHAT (the name has passed
+ * eg_session_name_ok(), so it needs no escaping in a path).
+ */
+static void
+route(char *buf, size_t len, const char *what)
+{
+	if (session != NULL)
+		snprintf(buf, len, "/v1/sessions/%s/%s", session, what);
+	else
+		snprintf(buf, len, "/v1/%s", what);
+}
+
+/* "phase" or "session NAME phase", for messages. */
+static void
+what_of(char *buf, size_t len, const char *what)
+{
+	if (session != NULL)
+		snprintf(buf, len, "session %s %s", session, what);
+	else
+		snprintf(buf, len, "%s", what);
+}
+
+static int cmd_session_show(const char *);
+
 static void
 put_uptime(uint64_t s)
 {
@@ -920,6 +963,8 @@ cmd_status(void)
 	size_t i;
 	int rc, done;
 
+	if (session != NULL)	/* a session's status is its object */
+		return cmd_session_show(session);
 	if ((rc = call("status", "GET", "/v1/status", NULL, &v, &done)) ||
 	    done)
 		return rc;
@@ -972,11 +1017,13 @@ put_allow(const struct jv *p, const char *indent)
 static int
 cmd_phase_show(void)
 {
+	char path[128], what[96];
 	struct jv v;
 	int rc, done;
 
-	if ((rc = call("phase", "GET", "/v1/phase", NULL, &v, &done)) ||
-	    done)
+	route(path, sizeof(path), "phase");
+	what_of(what, sizeof(what), "phase");
+	if ((rc = call(what, "GET", path, NULL, &v, &done)) || done)
 		return rc;
 	printf("%-12s ", "phase");
 	put_bold(jstr(&v, "phase"));
@@ -991,7 +1038,7 @@ cmd_phase_show(void)
 static int
 cmd_phase_set(const char *name)
 {
-	char body[128], what[96];
+	char body[128], what[192], w[96], path[128];
 	struct jv v;
 	uint64_t n;
 	int rc, done;
@@ -1000,8 +1047,10 @@ cmd_phase_set(const char *name)
 		return usage_err("'%s' is not a phase name (1 to %d of "
 		    "A-Z a-z 0-9 _ . -)", name, EG_PHASE_NAME_MAX);
 	snprintf(body, sizeof(body), "{\"phase\":\"%s\"}", name);
-	snprintf(what, sizeof(what), "phase %s", name);
-	if ((rc = call(what, "PUT", "/v1/phase", body, &v, &done)) || done)
+	what_of(w, sizeof(w), "phase");
+	snprintf(what, sizeof(what), "%s %s", w, name);
+	route(path, sizeof(path), "phase");
+	if ((rc = call(what, "PUT", path, body, &v, &done)) || done)
 		return rc;
 	n = jnum(&v, "closed");
 	put_safe(jstr(&v, "previous"));
@@ -1115,11 +1164,13 @@ cmd_audit(uint64_t since, unsigned limit, int follow)
 	struct resp r;
 	struct jv v;
 	const struct jv *e;
-	char path[96];
+	char path[256], base[128], what[96];
 	uint64_t seq;
 	size_t i;
 	int rc, first = 1;
 
+	route(base, sizeof(base), "audit");
+	what_of(what, sizeof(what), "audit");
 	if (follow) {
 		signal(SIGINT, on_int);
 		signal(SIGTERM, on_int);
@@ -1130,23 +1181,23 @@ cmd_audit(uint64_t since, unsigned limit, int follow)
 		if (stop_follow)
 			break;
 		if (first && since == 0)
-			snprintf(path, sizeof(path), "/v1/audit?limit=%u",
+			snprintf(path, sizeof(path), "%s?limit=%u", base,
 			    limit);
 		else
-			snprintf(path, sizeof(path), "/v1/audit?since=%llu&"
-			    "limit=%u", (unsigned long long)since,
+			snprintf(path, sizeof(path), "%s?since=%llu&limit=%u",
+			    base, (unsigned long long)since,
 			    first ? limit : 1000);
 		if ((rc = http("GET", path, NULL, &r)) != 0)
 			return stop_follow ? EX_OK : rc;
 		if (r.status < 200 || r.status > 299) {
-			rc = refused("audit", &r);
+			rc = refused(what, &r);
 			free(r.raw);
 			return rc;
 		}
 		if (json_parse(r.body, r.len, &v) == -1 || v.t != J_ARR) {
 			free(r.raw);
-			warnx_("audit: the server's answer is not a JSON "
-			    "array");
+			warnx_("%s: the server's answer is not a JSON array",
+			    what);
 			return EX_UNREACH;
 		}
 		if (first && !json_out && !follow && v.n == 0)
@@ -1185,6 +1236,227 @@ cmd_reload(void)
 	putchar('\n');
 	jv_free(&v);
 	return EX_OK;
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+/* The columns of `session ls`, in order; values printed as the server
+ * sent them, "-" when empty. */
+static const char *const sess_cols[] = {
+	"name", "phase", "active", "total", "allowed", "blocked", "failed",
+	"socket", "listen", NULL
+};
+
+static const char *
+dash(const char *s)
+{
+	return *s == '\0' ? "-" : s;
+}
+
+/*
+ * session ls: one session per line, name first.  Not on a terminal (a
+ * script, a shell completion) the columns are separated by one tab and
+ * there is no header; on a terminal they are aligned under a header.
+ * put_esc() turns a tab or line end in a value into \x09 / \x0a, so a
+ * value can never add a column or a line.
+ */
+static int
+cmd_session_ls(void)
+{
+	struct jv v;
+	const struct jv *ss;
+	size_t w[16], i, k, n;
+	char up[16];
+	int rc, done;
+
+	if ((rc = call("session ls", "GET", "/v1/sessions", NULL, &v,
+	    &done)) || done)
+		return rc;
+	ss = jget(&v, "sessions");
+	if (ss == NULL || ss->t != J_ARR) {
+		jv_free(&v);
+		warnx_("session ls: the server's answer has no \"sessions\" "
+		    "array");
+		return EX_UNREACH;
+	}
+	for (k = 0; sess_cols[k] != NULL; k++)
+		w[k] = strlen(sess_cols[k]);
+	for (i = 0; i < ss->n; i++)
+		for (k = 0; sess_cols[k] != NULL; k++)
+			if ((n = strlen(dash(jstr(&ss->kids[i],
+			    sess_cols[k])))) > w[k])
+				w[k] = n;
+	if (tty_out) {
+		for (k = 0; sess_cols[k] != NULL; k++) {
+			for (n = 0; sess_cols[k][n] != '\0' && n < 15; n++)
+				up[n] = (char)(sess_cols[k][n] - 'a' + 'A');
+			up[n] = '\0';
+			if (sess_cols[k + 1] == NULL)
+				fputs(up, stdout);
+			else {
+				put_pad(up, w[k]);
+				fputs("  ", stdout);
+			}
+		}
+		putchar('\n');
+	}
+	for (i = 0; i < ss->n; i++) {
+		for (k = 0; sess_cols[k] != NULL; k++) {
+			const char *val = dash(jstr(&ss->kids[i],
+			    sess_cols[k]));
+
+			if (sess_cols[k + 1] == NULL)
+				put_safe(val);
+			else if (tty_out) {
+				put_pad(val, w[k]);
+				fputs("  ", stdout);
+			} else {
+				put_safe(val);
+				putchar('\t');
+			}
+		}
+		putchar('\n');
+	}
+	jv_free(&v);
+	return EX_OK;
+}
+
+/* One session object as rows (session show, and status with -S). */
+static int
+cmd_session_show(const char *name)
+{
+	char path[128], what[96], b[192];
+	const char *ttl;
+	struct jv v;
+	int rc, done;
+
+	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
+	snprintf(what, sizeof(what), "session %s", name);
+	if ((rc = call(what, "GET", path, NULL, &v, &done)) || done)
+		return rc;
+	row("session", jstr(&v, "name"));
+	printf("%-12s ", "phase");
+	put_bold(jstr(&v, "phase"));
+	putchar('\n');
+	row("socket", dash(jstr(&v, "socket")));
+	row("listen", dash(jstr(&v, "listen")));
+	snprintf(b, sizeof(b), "%llu active, %llu total",
+	    (unsigned long long)jnum(&v, "active"),
+	    (unsigned long long)jnum(&v, "total"));
+	row("connections", b);
+	snprintf(b, sizeof(b), "%llu allowed, %llu blocked, %llu failed",
+	    (unsigned long long)jnum(&v, "allowed"),
+	    (unsigned long long)jnum(&v, "blocked"),
+	    (unsigned long long)jnum(&v, "failed"));
+	row("decisions", b);
+	row("created", dash(jstr(&v, "created")));
+	ttl = jstr(&v, "ttl_s");
+	if (*ttl == '\0' || strcmp(ttl, "0") == 0)
+		row("ttl", "none");
+	else {
+		printf("%-12s ", "ttl");
+		put_safe(ttl);
+		fputs(" s idle\n", stdout);
+	}
+	row("admin", admin);
+	jv_free(&v);
+	return EX_OK;
+}
+
+/*
+ * session new: POST /v1/sessions.  Prints the socket path on the first
+ * line and, when the session has a TCP listener, its ADDR:PORT on the
+ * second, nothing else, so that sock=$(egressctl session new NAME) works.
+ */
+static int
+cmd_session_new(const char *name, const char *phase, const char *listen,
+    int has_ttl, uint64_t ttl)
+{
+	char body[512], what[96];
+	struct jv v;
+	int rc, done, n;
+
+	n = snprintf(body, sizeof(body), "{\"name\":\"%s\"", name);
+	if (phase != NULL)
+		n += snprintf(body + n, sizeof(body) - (size_t)n,
+		    ",\"phase\":\"%s\"", phase);
+	if (listen != NULL)
+		n += snprintf(body + n, sizeof(body) - (size_t)n,
+		    ",\"listen\":\"%s\"", listen);
+	if (has_ttl)
+		n += snprintf(body + n, sizeof(body) - (size_t)n,
+		    ",\"ttl_s\":%llu", (unsigned long long)ttl);
+	snprintf(body + n, sizeof(body) - (size_t)n, "}");
+	snprintf(what, sizeof(what), "session new %s", name);
+	if ((rc = call(what, "POST", "/v1/sessions", body, &v, &done)) ||
+	    done)
+		return rc;
+	put_safe(dash(jstr(&v, "socket")));
+	putchar('\n');
+	if (*jstr(&v, "listen") != '\0') {
+		put_safe(jstr(&v, "listen"));
+		putchar('\n');
+	}
+	jv_free(&v);
+	return EX_OK;
+}
+
+static int
+cmd_session_rm(const char *name)
+{
+	char path[128], what[96];
+	struct jv v;
+	uint64_t n;
+	int rc, done;
+
+	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
+	snprintf(what, sizeof(what), "session rm %s", name);
+	if ((rc = call(what, "DELETE", path, NULL, &v, &done)) || done)
+		return rc;
+	n = jnum(&v, "closed");
+	put_safe(*jstr(&v, "name") ? jstr(&v, "name") : name);
+	printf(" deleted  (%llu connection%s closed)\n",
+	    (unsigned long long)n, n == 1 ? "" : "s");
+	jv_free(&v);
+	return EX_OK;
+}
+
+static int parse_num(const char *, uint64_t, uint64_t *);
+
+/* --listen: an IPv4 literal or a bracketed IPv6 one, and a port (0 =
+ * any); the daemon checks it again. */
+static int
+listen_ok(const char *a)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	struct in6_addr a6;
+	struct in_addr a4;
+	const char *colon = strrchr(a, ':');
+	uint64_t port;
+	size_t hl;
+
+	if (colon == NULL || parse_num(colon + 1, 65535, &port) == -1)
+		return 0;
+	hl = (size_t)(colon - a);
+	if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') {
+		if (hl - 2 >= sizeof(host))
+			return 0;
+		memcpy(host, a + 1, hl - 2);
+		host[hl - 2] = '\0';
+		return inet_pton(AF_INET6, host, &a6) == 1;
+	}
+	if (hl >= sizeof(host))
+		return 0;
+	memcpy(host, a, hl);
+	host[hl] = '\0';
+	return inet_pton(AF_INET, host, &a4) == 1;
+}
+
+static int
+name_err(const char *name)
+{
+	return usage_err("'%s' is not a session name (1 to %d of A-Z a-z "
+	    "0-9 _ . -, not beginning with . or -)", name, EG_PHASE_NAME_MAX);
 }
 
 /* --- main ---------------------------------------------------------------- */
@@ -1231,14 +1503,43 @@ parse_num(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* session ls | new NAME | show NAME | rm NAME (w: the words after it). */
+static int
+cmd_session(const char **w, size_t n, const char *phase, const char *listen,
+    int has_ttl, uint64_t ttl)
+{
+	if (n == 0)
+		return usage_err("session: which? ls, new NAME, show NAME, "
+		    "rm NAME");
+	if (strcmp(w[0], "ls") == 0 || strcmp(w[0], "new") == 0 ||
+	    strcmp(w[0], "show") == 0 || strcmp(w[0], "rm") == 0) {
+		if (strcmp(w[0], "ls") == 0 ? n != 1 : n != 2)
+			return usage_err(strcmp(w[0], "ls") == 0 ?
+			    "session ls takes no argument" :
+			    "session %s takes one NAME", w[0]);
+	} else
+		return usage_err("session: unknown command '%s' (ls, new, "
+		    "show, rm)", w[0]);
+	if (n == 2 && !eg_session_name_ok(w[1], strlen(w[1])))
+		return name_err(w[1]);
+	if (strcmp(w[0], "ls") == 0)
+		return cmd_session_ls();
+	if (strcmp(w[0], "new") == 0)
+		return cmd_session_new(w[1], phase, listen, has_ttl, ttl);
+	if (strcmp(w[0], "show") == 0)
+		return cmd_session_show(w[1]);
+	return cmd_session_rm(w[1]);
+}
+
 int
 main(int argc, char *argv[])
 {
 	static char defpath[256];
 	const char *words[4], *tokfile = NULL, *env, *a;
-	uint64_t since = 0, limit = 100;
+	const char *new_phase = NULL, *new_listen = NULL;
+	uint64_t since = 0, limit = 100, ttl = 0;
 	size_t nw = 0;
-	int i, follow = 0, audit_opts = 0, rc;
+	int i, follow = 0, audit_opts = 0, new_opts = 0, has_ttl = 0, rc;
 
 	for (i = 1; i < argc; i++) {
 		a = argv[i];
@@ -1255,14 +1556,49 @@ main(int argc, char *argv[])
 			follow = audit_opts = 1;
 		else if (strcmp(a, "-s") == 0 || strcmp(a, "--socket") == 0 ||
 		    strcmp(a, "-t") == 0 || strcmp(a, "--token-file") == 0 ||
+		    strcmp(a, "-S") == 0 || strcmp(a, "--session") == 0 ||
+		    strcmp(a, "--phase") == 0 || strcmp(a, "--listen") == 0 ||
+		    strcmp(a, "--ttl") == 0 ||
 		    strcmp(a, "--since") == 0 || strcmp(a, "--limit") == 0) {
 			if (i + 1 >= argc)
 				return usage_err("%s needs a value", a);
-			if (a[1] == 's' || strcmp(a, "--socket") == 0)
+			if (strcmp(a, "-s") == 0 || strcmp(a, "--socket") == 0)
 				admin = argv[++i];
-			else if (a[1] == 't' || strcmp(a, "--token-file") == 0)
+			else if (strcmp(a, "-t") == 0 ||
+			    strcmp(a, "--token-file") == 0)
 				tokfile = argv[++i];
-			else if (strcmp(a, "--since") == 0) {
+			else if (strcmp(a, "-S") == 0 ||
+			    strcmp(a, "--session") == 0) {
+				session = argv[++i];
+				if (!eg_session_name_ok(session,
+				    strlen(session)))
+					return name_err(session);
+			} else if (strcmp(a, "--phase") == 0) {
+				new_opts = 1;
+				new_phase = argv[++i];
+				if (!eg_phase_name_ok(new_phase,
+				    strlen(new_phase)))
+					return usage_err("--phase: '%s' is "
+					    "not a phase name (1 to %d of "
+					    "A-Z a-z 0-9 _ . -)", new_phase,
+					    EG_PHASE_NAME_MAX);
+			} else if (strcmp(a, "--listen") == 0) {
+				new_opts = 1;
+				new_listen = argv[++i];
+				if (!listen_ok(new_listen))
+					return usage_err("--listen: expected "
+					    "ADDR:PORT with an IP address "
+					    "(127.0.0.1:0, [::1]:0), got "
+					    "'%s'", new_listen);
+			} else if (strcmp(a, "--ttl") == 0) {
+				new_opts = has_ttl = 1;
+				if (parse_num(argv[++i], UINT32_MAX, &ttl) ||
+				    ttl == 0)
+					return usage_err("--ttl: expected "
+					    "seconds, 1 to %lu, got '%s'",
+					    (unsigned long)UINT32_MAX,
+					    argv[i]);
+			} else if (strcmp(a, "--since") == 0) {
 				audit_opts = 1;
 				if (parse_num(argv[++i], UINT64_MAX, &since))
 					return usage_err("--since: expected "
@@ -1291,7 +1627,8 @@ main(int argc, char *argv[])
 	}
 	if (nw == 0)
 		return usage_err("which command? status, phase [NAME], "
-		    "phases, audit [--since SEQ] [-f], reload");
+		    "phases, audit [--since SEQ] [-f], reload, session "
+		    "ls|new|show|rm");
 	if (admin == NULL && (env = getenv("EGRESSD_ADMIN")) != NULL &&
 	    *env != '\0')
 		admin = env;
@@ -1320,7 +1657,16 @@ main(int argc, char *argv[])
 	}
 	if (audit_opts && strcmp(words[0], "audit") != 0)
 		return usage_err("--since, --limit and -f go with audit");
-	tty_bold = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+	if (new_opts && (strcmp(words[0], "session") != 0 || nw < 2 ||
+	    strcmp(words[1], "new") != 0))
+		return usage_err("--phase, --listen and --ttl go with "
+		    "session new");
+	if (session != NULL && strcmp(words[0], "status") != 0 &&
+	    strcmp(words[0], "phase") != 0 && strcmp(words[0], "audit") != 0)
+		return usage_err("-S goes with status, phase and audit, not "
+		    "with %s", words[0]);
+	tty_out = isatty(STDOUT_FILENO);
+	tty_bold = tty_out && getenv("NO_COLOR") == NULL;
 	signal(SIGPIPE, SIG_IGN);
 
 	if (strcmp(words[0], "status") == 0 && nw == 1)
@@ -1335,6 +1681,9 @@ main(int argc, char *argv[])
 		rc = cmd_audit(since, (unsigned)limit, follow);
 	else if (strcmp(words[0], "reload") == 0 && nw == 1)
 		rc = cmd_reload();
+	else if (strcmp(words[0], "session") == 0)
+		rc = cmd_session(words + 1, nw - 1, new_phase, new_listen,
+		    has_ttl, ttl);
 	else if (strcmp(words[0], "status") == 0 ||
 	    strcmp(words[0], "phases") == 0 || strcmp(words[0], "phase") == 0 ||
 	    strcmp(words[0], "audit") == 0 || strcmp(words[0], "reload") == 0)

@@ -1367,11 +1367,11 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 			    "reached: session %s was closed",
 			    c->host.name, c->port, sess->name);
 			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
-			pend_flush(c, &c->u2c, c->cio.fd);
+			(void)eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
 		if (c->allowed)
 			n++;
-		conn_close(c, EG_END_SESSION_CLOSED);
+		eg_conn_close(c, EG_END_SESSION_CLOSED);
 	}
 	return n;
 }

@@ -1,8 +1,8 @@
 /*
  * shared.h: the few rules the daemon and egressctl must agree on.
  * egressctl links neither libegress nor its dependencies, so these are
- * header-only: the phase-name grammar, a hex digit, and how a bearer token
- * file is read.
+ * header-only: the phase- and session-name grammars, a hex digit, and how
+ * a bearer token file is read.
  */
 #ifndef EG_SHARED_H
 #define EG_SHARED_H
