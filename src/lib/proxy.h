@@ -85,6 +85,9 @@ struct eg_worker {
 	struct eg_loop		*loop;
 	struct eg_dns		*dns;
 	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
+	struct eg_cfg		*cfg;	/* a reference on the snapshot new
+					   connections start with (until
+					   their decision): loop thread only */
 	struct eg_lio		*lio;
 	size_t			 nlio;
 	struct eg_lio		*lio_dead;	/* replaced; freed after the
