@@ -51,6 +51,9 @@ const char *const eg_end_name[] = {
 	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error"
 };
 
+_Static_assert(nitems(eg_reason_name) == EG_R_COUNT, "eg_reason_name");
+_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
+
 static void	conn_step(struct eg_conn *);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
@@ -212,8 +215,7 @@ conn_interest(struct eg_conn *c)
 /* --- verdicts --------------------------------------------------------------- */
 
 static void
-conn_event(struct eg_conn *c, struct egress_event *ev,
-    enum egress_event_type t)
+conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->type = t;
@@ -282,13 +284,13 @@ static void
 conn_deny_locked(struct eg_conn *c, enum egress_event_type t,
     enum eg_reason r)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 
 	if (c->decided)
 		EG_BUG(c->ex, "a second verdict on one connection");
 	conn_event(c, &ev, t);
-	ev.reason = eg_reason_name[r];
-	ev.phase = c->sess->phase->name;	/* written under the lock */
+	ev.reason = r;
+	ev.phase = c->sess->phase;	/* written under the lock */
 	eg_emit(c->ex, &ev);
 	c->decided = 1;
 }
@@ -363,17 +365,18 @@ conn_policy_deny_locked(struct eg_conn *c, enum eg_match m)
 
 /* The 403 of a policy refusal; phase lives in c->cfg, which c holds. */
 static void
-conn_policy_reply(struct eg_conn *c, enum eg_match m, const char *phase)
+conn_policy_reply(struct eg_conn *c, enum eg_match m,
+    const struct eg_phase *ph)
 {
 	char body[512];
 
 	if (m == EG_MATCH_PORT_NOT_ALLOWED)
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
 		    "in phase %s (port %u is not allowed for this host)",
-		    c->t.host.name, c->t.port, phase, c->t.port);
+		    c->t.host.name, c->t.port, ph->name, c->t.port);
 	else
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
-		    "in phase %s", c->t.host.name, c->t.port, phase);
+		    "in phase %s", c->t.host.name, c->t.port, ph->name);
 	conn_refuse(c, 403, "BLOCK", body);
 }
 
@@ -395,7 +398,7 @@ conn_match(struct eg_conn *c)
 		c->cfg = cfg;
 	}
 	c->t.gen = c->sess->gen;
-	c->t.phase = ph->name;
+	c->t.phase = ph;
 	c->t.rule = NULL;
 	c->t.report = 0;
 	m = eg_phase_match(ph, &c->t.host, c->t.port, cfg->ports,
@@ -418,7 +421,7 @@ conn_match(struct eg_conn *c)
 static int
 conn_allow(struct eg_conn *c)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 	enum eg_match m;
 	char body[EG_HOST_MAX + 64];
 
@@ -438,7 +441,7 @@ conn_allow(struct eg_conn *c)
 	ev.phase = c->t.phase;
 	ev.addr = c->t.addr;
 	ev.rule = c->t.rule ? c->t.rule->text : NULL;
-	ev.report = c->t.report ? "not_allowed" : NULL;
+	ev.report = c->t.report;
 	if (eg_emit(c->ex, &ev) == -1) {
 		/* no ALLOW line, no ALLOW: refuse, and close the upstream
 		 * before a byte reaches it */
@@ -926,7 +929,7 @@ conn_do_linger(struct eg_conn *c)
 static void
 conn_emit_close(struct eg_conn *c, enum eg_end end)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 	int64_t now = eg_wall_ms();
 
 	if (!c->allowed)
@@ -935,7 +938,7 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 	ev.up = c->up;
 	ev.down = c->down;
 	ev.ms = now > c->t0 ? (uint64_t)(now - c->t0) : 0;
-	ev.end = eg_end_name[end == EG_END_NONE ? EG_END_ERROR : end];
+	ev.end = end == EG_END_NONE ? EG_END_ERROR : end;
 	ev.sni = end == EG_END_SNI_MISMATCH ? c->sni : NULL;
 	ev.phase = c->t.phase;
 	eg_emit(c->ex, &ev);
@@ -1209,7 +1212,7 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	    "Content-Type: text/plain\r\nConnection: close\r\n"
 	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
 	    "egressd: out of memory\n";
-	struct egress_event ev;
+	struct eg_event ev;
 	struct eg_conn tmp;	/* only what conn_event() reads */
 
 	memset(&tmp, 0, sizeof(tmp));
@@ -1219,9 +1222,9 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	tmp.id = __atomic_add_fetch(&w->ex->next_id, 1, __ATOMIC_RELAXED);
 	conn_client_text(&tmp, sa);
 	conn_event(&tmp, &ev, EGRESS_EV_BLOCK);
-	ev.reason = eg_reason_name[EG_R_TOO_MANY];
+	ev.reason = EG_R_TOO_MANY;
 	pthread_rwlock_rdlock(&w->ex->lock);
-	ev.phase = ls->sess->phase->name;
+	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
 	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -19,6 +19,7 @@
 #include "dns.h"
 #include "host.h"
 
+struct eg_phase;
 struct eg_rule;
 
 struct eg_target {
@@ -31,7 +32,7 @@ struct eg_target {
 	const struct eg_rule *rule;	/* the rule that allowed; NULL in
 					   report mode */
 	int		 report;	/* allowed only by report mode */
-	const char	*phase;		/* of the decision; lives in c->cfg */
+	const struct eg_phase *phase;	/* of the decision; in c->cfg */
 	uint64_t	 gen;		/* sess->gen at the decision */
 };
 
