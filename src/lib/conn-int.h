@@ -20,6 +20,7 @@
 #include "proxy.h"
 #include "reqparse.h"
 #include "sni.h"
+#include "target.h"
 
 #define TUNBUF		16384		/* a pending buffer per direction */
 #define SNIBUF		EG_SNI_BUF_MAX
@@ -77,9 +78,10 @@ struct head {
 	struct head	*next;		/* in the worker's pool */
 	size_t		 cap;		/* of buf: max_header_bytes */
 	size_t		 len, scan;
-	struct eg_req	 req;
-	struct sockaddr_storage addrs[EG_DNS_MAXADDR];	/* to connect to */
-	size_t		 naddr, ai;	/* how many; the next to try */
+	struct eg_req	 req;		/* its host: copied to c->t.host */
+	/* where c->t.addrs points while the request resolves and connects:
+	 * here, not in the connection, so an open tunnel does not keep them */
+	struct sockaddr_storage addrs[EG_DNS_MAXADDR];
 	uint8_t		 buf[];		/* max_header_bytes */
 };
 
@@ -107,7 +109,6 @@ struct eg_conn {
 	struct eg_session	*sess;
 	enum eg_cstate		 state;
 	uint64_t		 id;
-	uint64_t		 gen;		/* sess->gen at decision */
 	int64_t			 t0;		/* wall ms at ALLOW */
 	uint64_t		 last;		/* loop ms of last activity */
 	struct eg_io		 cio, uio;
@@ -119,15 +120,10 @@ struct eg_conn {
 
 	struct head		*h;		/* until the tunnel opens */
 	struct fwd		*f;
-	struct eg_host		 host;		/* the request's target */
-	uint16_t		 port;
+	struct eg_target	 t;		/* the request's target and
+						   its decision */
 	int			 kept;		/* plain HTTP: between requests */
 	const char		*method;	/* static or in h */
-	const char		*phase;		/* of the ALLOW; in c->cfg */
-	const struct eg_rule	*rule;
-	int			 report;
-	int			 trusted;	/* addresses the operator wrote */
-	char			 addr[INET6_ADDRSTRLEN];
 	int			 dns_pending, dns_done, in_step;
 	uint32_t		 uev;		/* upstream events for CONNECTING */
 	uint64_t		 t_start;	/* eg_clock_us() of DNS/connect */

@@ -53,6 +53,9 @@ const char *const eg_end_name[] = {
 	"session_closed"
 };
 
+_Static_assert(nitems(eg_reason_name) == EG_R_COUNT, "eg_reason_name");
+_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
+
 static void	conn_step(struct eg_conn *);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);
@@ -214,8 +217,7 @@ conn_interest(struct eg_conn *c)
 /* --- verdicts --------------------------------------------------------------- */
 
 static void
-conn_event(struct eg_conn *c, struct egress_event *ev,
-    enum egress_event_type t)
+conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->type = t;
@@ -223,9 +225,9 @@ conn_event(struct eg_conn *c, struct egress_event *ev,
 	ev->client = c->client;
 	ev->method = c->method;
 	ev->session = c->sess->is_default ? NULL : c->sess->name;
-	if (c->host.len > 0) {
-		ev->host = c->host.name;
-		ev->port = c->port;
+	if (c->t.host.len > 0) {
+		ev->host = c->t.host.name;
+		ev->port = c->t.port;
 	}
 }
 
@@ -276,22 +278,33 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
-/* BLOCK or FAIL: one audit line, then the reply. */
+/*
+ * The BLOCK or FAIL line.  The caller holds the read lock: the phase it
+ * names is the session's, as of the decision.
+ */
 static void
-conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
-    int status, const char *body)
+conn_deny_locked(struct eg_conn *c, enum egress_event_type t,
+    enum eg_reason r)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 
 	if (c->decided)
 		EG_BUG(c->ex, "a second verdict on one connection");
 	conn_event(c, &ev, t);
-	ev.reason = eg_reason_name[r];
-	pthread_rwlock_rdlock(&c->ex->lock);
-	ev.phase = c->sess->phase->name;	/* written under the lock */
+	ev.reason = r;
+	ev.phase = c->sess->phase;	/* written under the lock */
 	eg_emit(c->ex, &ev);
-	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
+}
+
+/* BLOCK or FAIL: one audit line (under the lock), then the reply. */
+static void
+conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
+    int status, const char *body)
+{
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_deny_locked(c, t, r);
+	pthread_rwlock_unlock(&c->ex->lock);
 	conn_refuse(c, status, t == EGRESS_EV_FAIL ? "FAIL" : "BLOCK", body);
 }
 
@@ -303,17 +316,17 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 static int
 conn_target_text(const struct eg_conn *c, char *buf, size_t len)
 {
-	const uint8_t *p = (const uint8_t *)c->host.name;
+	const uint8_t *p = (const uint8_t *)c->t.host.name;
 	size_t i, o = 0;
 
 	buf[0] = '\0';
-	if (c->host.len == 0)
+	if (c->t.host.len == 0)
 		return 0;
-	if (c->port != 0) {
-		snprintf(buf, len, "%s:%u", c->host.name, c->port);
+	if (c->t.port != 0) {
+		snprintf(buf, len, "%s:%u", c->t.host.name, c->t.port);
 		return 1;
 	}
-	for (i = 0; i < c->host.len && o + 5 <= len; i++) {
+	for (i = 0; i < c->t.host.len && o + 5 <= len; i++) {
 		if (p[i] > 0x20 && p[i] < 0x7f)
 			buf[o++] = (char)p[i];
 		else
@@ -341,99 +354,104 @@ conn_bad(struct eg_conn *c, int status, const char *why)
 	    EG_R_BAD_REQUEST, status, body);
 }
 
+/*
+ * A policy refusal, decided under the lock: the BLOCK line is written
+ * before the caller unlocks; the 403 follows with conn_policy_reply().
+ */
 static void
-conn_policy_refusal(struct eg_conn *c, enum eg_match m, const char *phase)
+conn_policy_deny_locked(struct eg_conn *c, enum eg_match m)
+{
+	conn_deny_locked(c, EGRESS_EV_BLOCK, m == EG_MATCH_PORT_NOT_ALLOWED ?
+	    EG_R_PORT_NOT_ALLOWED : EG_R_NOT_ALLOWED);
+}
+
+/* The 403 of a policy refusal; phase lives in c->cfg, which c holds. */
+static void
+conn_policy_reply(struct eg_conn *c, enum eg_match m,
+    const struct eg_phase *ph)
 {
 	char body[512];
 
-	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
+	if (m == EG_MATCH_PORT_NOT_ALLOWED)
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
 		    "in phase %s (port %u is not allowed for this host)",
-		    c->host.name, c->port, phase, c->port);
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_PORT_NOT_ALLOWED, 403, body);
-	} else {
+		    c->t.host.name, c->t.port, ph->name, c->t.port);
+	else
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
-		    "in phase %s", c->host.name, c->port, phase);
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403, body);
-	}
+		    "in phase %s", c->t.host.name, c->t.port, ph->name);
+	conn_refuse(c, 403, "BLOCK", body);
 }
 
 /*
- * Match the request against the session's current phase (caller holds
- * the lock).  Sets c->rule / c->report; returns the match.
+ * Match the target against the session's current phase (caller holds
+ * the lock), after taking the current snapshot, which the phase lives
+ * in.  Fills in c->t's rule, report, phase and gen; returns the match.
  */
 static enum eg_match
 conn_match(struct eg_conn *c)
 {
-	const struct eg_cfg *cfg = c->ex->cfg;
+	struct eg_cfg *cfg = c->ex->cfg;
+	const struct eg_phase *ph = c->sess->phase;
 	enum eg_match m;
 
-	c->rule = NULL;
-	c->report = 0;
-	m = eg_phase_match(c->sess->phase, &c->host, c->port, cfg->ports,
-	    cfg->nports, &c->rule);
-	if (m != EG_MATCH_ALLOW && c->sess->phase->report) {
-		c->report = 1;
-		c->rule = NULL;
+	if (c->cfg != cfg) {		/* keep the snapshot it lives in */
+		eg_cfg_ref(cfg);
+		eg_cfg_unref(c->cfg);
+		c->cfg = cfg;
+	}
+	c->t.gen = c->sess->gen;
+	c->t.phase = ph;
+	c->t.rule = NULL;
+	c->t.report = 0;
+	m = eg_phase_match(ph, &c->t.host, c->t.port, cfg->ports,
+	    cfg->nports, &c->t.rule);
+	if (m != EG_MATCH_ALLOW && ph->report) {
+		c->t.report = 1;
+		c->t.rule = NULL;
 		m = EG_MATCH_ALLOW;
 	}
 	return m;
 }
 
-/* Take a reference on the current snapshot (caller holds the lock). */
-static void
-conn_adopt_cfg(struct eg_conn *c)
-{
-	if (c->cfg != c->ex->cfg) {
-		eg_cfg_ref(c->ex->cfg);
-		eg_cfg_unref(c->cfg);
-		c->cfg = c->ex->cfg;
-	}
-}
-
 /*
- * The upstream is connected: decide for the last time (the phase may have
- * changed while we resolved and connected), write ALLOW, queue the 200.
- * Returns 0, or -1 if the request was refused after all.
+ * The upstream is connected: decide for the last time, write ALLOW,
+ * queue the 200.  One pass under the read lock: if the phase changed
+ * while we resolved and connected (the generation moved), the target is
+ * matched again; the ALLOW line, or the refusal's line, is written
+ * before the lock is let go.  Returns 0, or -1 if refused after all.
  */
 static int
 conn_allow(struct eg_conn *c)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 	enum eg_match m;
-	const char *phase;
 	char body[EG_HOST_MAX + 64];
 
 	if (c->decided)
 		EG_BUG(c->ex, "a second verdict on one connection");
 	pthread_rwlock_rdlock(&c->ex->lock);
-	if (c->gen != c->sess->gen) {
-		conn_adopt_cfg(c);
-		c->gen = c->sess->gen;
-		m = conn_match(c);
-		if (m != EG_MATCH_ALLOW) {
-			/* the name lives in c->cfg, which c holds */
-			phase = c->sess->phase->name;
-			pthread_rwlock_unlock(&c->ex->lock);
-			conn_policy_refusal(c, m, phase);
-			return -1;
-		}
+	if (c->t.gen != c->sess->gen &&
+	    (m = conn_match(c)) != EG_MATCH_ALLOW) {
+		conn_policy_deny_locked(c, m);
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_policy_reply(c, m, c->t.phase);
+		return -1;
 	}
 	conn_event(c, &ev, EGRESS_EV_ALLOW);
 	/* c->cfg is the snapshot this phase lives in: the name stays valid
 	 * for the CLOSE line, whatever the session does meanwhile */
-	c->phase = c->sess->phase->name;
-	ev.phase = c->phase;
-	ev.addr = c->addr;
-	ev.rule = c->rule ? c->rule->text : NULL;
-	ev.report = c->report ? "not_allowed" : NULL;
+	ev.phase = c->t.phase;
+	ev.addr = c->t.addr;
+	ev.rule = c->t.rule ? c->t.rule->text : NULL;
+	ev.report = c->t.report;
 	if (eg_emit(c->ex, &ev) == -1) {
 		/* no ALLOW line, no ALLOW: refuse, and close the upstream
 		 * before a byte reaches it */
+		conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED);
 		pthread_rwlock_unlock(&c->ex->lock);
 		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
-		    "audit log is failing", c->host.name, c->port);
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED, 503, body);
+		    "audit log is failing", c->t.host.name, c->t.port);
+		conn_refuse(c, 503, "BLOCK", body);
 		return -1;
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
@@ -450,11 +468,11 @@ static void
 conn_raw_target(struct eg_conn *c)
 {
 	const uint8_t *p = c->h->buf, *e = p + c->h->len, *sp, *t;
-	struct eg_host *hh = &c->host;
+	struct eg_host *hh = &c->t.host;
 	size_t n;
 
 	hh->len = 0;
-	c->port = 0;
+	c->t.port = 0;
 	if ((sp = memchr(p, ' ', c->h->len)) == NULL)
 		return;
 	t = sp + 1;
@@ -478,8 +496,8 @@ static void
 conn_bad_target(struct eg_conn *c)
 {
 	if (c->h->req.target_ok) {
-		c->host = c->h->req.host;
-		c->port = c->h->req.port;
+		c->t.host = c->h->req.host;
+		c->t.port = c->h->req.port;
 	} else
 		conn_raw_target(c);
 }
@@ -547,8 +565,8 @@ conn_do_head(struct eg_conn *c)
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
-	c->host = h->req.host;
-	c->port = h->req.port;
+	c->t.host = h->req.host;
+	c->t.port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
 		conn_bad(c, 400, "plain HTTP forwarding is disabled");
 		return EG_IO_OK;
@@ -563,62 +581,65 @@ conn_do_head(struct eg_conn *c)
 static void	conn_dns_done(void *, int, const char *,
 		    const struct sockaddr_storage *, size_t);
 
+/*
+ * The request head is parsed: decide.  One pass under the read lock: the
+ * current snapshot, the session's phase, the match, and for a refusal its
+ * BLOCK line.  Then the addresses: literal, pinned, or a DNS query.
+ */
 static void
 conn_decide(struct eg_conn *c)
 {
-	struct head *h = c->h;
-	const struct eg_req *q = &h->req;
+	struct eg_target *t = &c->t;
 	const struct eg_pin *pin;
 	struct sockaddr_in *s4;
 	struct sockaddr_in6 *s6;
 	enum eg_match m;
-	const char *phase;
 
 	pthread_rwlock_rdlock(&c->ex->lock);
-	conn_adopt_cfg(c);
-	c->gen = c->sess->gen;
 	m = conn_match(c);
-	phase = c->sess->phase->name;	/* lives in c->cfg, which c holds */
-	pthread_rwlock_unlock(&c->ex->lock);
 	if (m != EG_MATCH_ALLOW) {
-		conn_policy_refusal(c, m, phase);
+		conn_policy_deny_locked(c, m);
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_policy_reply(c, m, t->phase);
 		return;
 	}
-	h->naddr = h->ai = 0;
+	pthread_rwlock_unlock(&c->ex->lock);
+	t->addrs = c->h->addrs;
+	t->naddr = t->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
-	switch (q->host.kind) {
+	switch (t->host.kind) {
 	case EG_HOST_V4:
-		s4 = (struct sockaddr_in *)&h->addrs[0];
-		memset(&h->addrs[0], 0, sizeof(h->addrs[0]));
+		s4 = (struct sockaddr_in *)&t->addrs[0];
+		memset(&t->addrs[0], 0, sizeof(t->addrs[0]));
 		s4->sin_family = AF_INET;
-		s4->sin_addr = q->host.ip.v4;
-		h->naddr = 1;
-		c->trusted = !c->report;
+		s4->sin_addr = t->host.ip.v4;
+		t->naddr = 1;
+		t->trusted = !t->report;
 		break;
 	case EG_HOST_V6:
-		s6 = (struct sockaddr_in6 *)&h->addrs[0];
-		memset(&h->addrs[0], 0, sizeof(h->addrs[0]));
+		s6 = (struct sockaddr_in6 *)&t->addrs[0];
+		memset(&t->addrs[0], 0, sizeof(t->addrs[0]));
 		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = q->host.ip.v6;
-		h->naddr = 1;
-		c->trusted = !c->report;
+		s6->sin6_addr = t->host.ip.v6;
+		t->naddr = 1;
+		t->trusted = !t->report;
 		break;
 	case EG_HOST_NAME:
-		pin = eg_cfg_pin(c->cfg, &q->host);
+		pin = eg_cfg_pin(c->cfg, &t->host);
 		if (pin != NULL) {
-			h->naddr = pin->naddr < EG_DNS_MAXADDR ?
+			t->naddr = pin->naddr < EG_DNS_MAXADDR ?
 			    pin->naddr : EG_DNS_MAXADDR;
-			memcpy(h->addrs, pin->addr,
-			    h->naddr * sizeof(h->addrs[0]));
-			c->trusted = 1;
+			memcpy(t->addrs, pin->addr,
+			    t->naddr * sizeof(t->addrs[0]));
+			t->trusted = 1;
 			break;
 		}
-		c->trusted = 0;
+		t->trusted = 0;
 		eg_conn_set_state(c, EG_CS_RESOLVING);
 		c->dns_pending = 1;
 		c->dns_done = 0;
 		c->t_start = eg_clock_us();
-		eg_dns_lookup(c->w->dns, q->host.name, conn_dns_done, c);
+		eg_dns_lookup(c->w->dns, t->host.name, conn_dns_done, c);
 		return;
 	}
 	c->dns_done = 1;
@@ -642,8 +663,8 @@ conn_dns_done(void *arg, int status, const char *reason,
 	snprintf(c->dns_reason, sizeof(c->dns_reason), "%s",
 	    reason ? reason : "");
 	if (status == 0) {
-		memcpy(c->h->addrs, addrs, n * sizeof(addrs[0]));
-		c->h->naddr = n;
+		memcpy(c->t.addrs, addrs, n * sizeof(addrs[0]));
+		c->t.naddr = n;
 	}
 	if (!c->in_step)
 		conn_step(c);
@@ -679,13 +700,12 @@ conn_is_loop(void *arg, const struct sockaddr *sa)
 static enum eg_io_st
 conn_connect_next(struct eg_conn *c)
 {
-	struct head *h = c->h;
 	struct sockaddr_storage *ss;
 	int fd, one = 1;
 
-	while (h->ai < h->naddr) {
-		ss = &h->addrs[h->ai++];
-		sa_text(ss, c->addr, sizeof(c->addr));
+	while (c->t.ai < c->t.naddr) {
+		ss = &c->t.addrs[c->t.ai++];
+		sa_text(ss, c->t.addr, sizeof(c->t.addr));
 		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 		if (fd == -1)
@@ -716,28 +736,28 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	switch (r) {
 	case EG_R_DNS_FAILURE:
 		snprintf(body, sizeof(body), "egressd: %s:%u does not resolve "
-		    "(%s)", c->host.name, c->port, c->dns_reason);
+		    "(%s)", c->t.host.name, c->t.port, c->dns_reason);
 		conn_deny(c, EGRESS_EV_FAIL, r, 502, body);
 		break;
 	case EG_R_CONNECT_TIMEOUT:
 		snprintf(body, sizeof(body), "egressd: no connection to %s:%u "
-		    "within %u s", c->host.name, c->port,
+		    "within %u s", c->t.host.name, c->t.port,
 		    c->cfg->connect_timeout_ms / 1000);
 		conn_deny(c, EGRESS_EV_FAIL, r, 504, body);
 		break;
 	case EG_R_PRIVATE_ADDRESS:
 		snprintf(body, sizeof(body), "egressd: %s:%u resolves only to "
-		    "non-public addresses", c->host.name, c->port);
+		    "non-public addresses", c->t.host.name, c->t.port);
 		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
 		break;
 	case EG_R_LOOP:
 		snprintf(body, sizeof(body), "egressd: %s:%u is egressd "
-		    "itself", c->host.name, c->port);
+		    "itself", c->t.host.name, c->t.port);
 		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
 		break;
 	default:
 		snprintf(body, sizeof(body), "egressd: cannot connect to "
-		    "%s:%u", c->host.name, c->port);
+		    "%s:%u", c->t.host.name, c->t.port);
 		conn_deny(c, EGRESS_EV_FAIL, EG_R_CONNECT_FAILED, 502, body);
 		break;
 	}
@@ -757,9 +777,9 @@ conn_do_resolving(struct eg_conn *c)
 	}
 	/* the worker's snapshot of our own addresses, held for the check */
 	own = eg_ownaddr_ref(c->w->own);
-	sel = eg_addr_select(c->h->addrs, c->h->naddr, c->port,
-	    c->cfg->deny_private, c->trusted, conn_is_loop, own,
-	    &c->h->naddr);
+	sel = eg_addr_select(c->t.addrs, c->t.naddr, c->t.port,
+	    c->cfg->deny_private, c->t.trusted, conn_is_loop, own,
+	    &c->t.naddr);
 	eg_ownaddr_unref(own);
 	switch (sel) {
 	case EG_SELECT_OK:
@@ -865,7 +885,7 @@ conn_do_replying(struct eg_conn *c)
 	}
 	/*
 	 * The 200 is out: the tunnel opens and the head buffer goes away
-	 * (c->host keeps what the CLOSE line needs).  Bytes the client sent
+	 * (c->t.host keeps what the CLOSE line needs).  Bytes the client sent
 	 * right behind its CONNECT head belong to the tunnel: they become
 	 * the first pending upstream bytes (held for the SNI check first).
 	 */
@@ -884,6 +904,8 @@ conn_do_replying(struct eg_conn *c)
 	c->method = "CONNECT";	/* c->h->req.method goes with c->h */
 	head_put(c->w, c->h);
 	c->h = NULL;
+	c->t.addrs = NULL;	/* they were in the head */
+	c->t.naddr = c->t.ai = 0;
 	/* with held bytes, SNI's timer is header_timeout from the start */
 	eg_conn_set_state(c, c->cfg->sni_check ? EG_CS_SNI : EG_CS_TUNNEL);
 	return EG_IO_OK;
@@ -912,7 +934,7 @@ conn_do_linger(struct eg_conn *c)
 static void
 conn_emit_close(struct eg_conn *c, enum eg_end end)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 	int64_t now = eg_wall_ms();
 
 	if (!c->allowed)
@@ -921,9 +943,9 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 	ev.up = c->up;
 	ev.down = c->down;
 	ev.ms = now > c->t0 ? (uint64_t)(now - c->t0) : 0;
-	ev.end = eg_end_name[end == EG_END_NONE ? EG_END_ERROR : end];
+	ev.end = end == EG_END_NONE ? EG_END_ERROR : end;
 	ev.sni = end == EG_END_SNI_MISMATCH ? c->sni : NULL;
-	ev.phase = c->phase;
+	ev.phase = c->t.phase;
 	eg_emit(c->ex, &ev);
 	c->allowed = 0;
 }
@@ -1205,7 +1227,7 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	    "Content-Type: text/plain\r\nConnection: close\r\n"
 	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
 	    "egressd: out of memory\n";
-	struct egress_event ev;
+	struct eg_event ev;
 	struct eg_conn tmp;	/* only what conn_event() reads */
 
 	memset(&tmp, 0, sizeof(tmp));
@@ -1215,9 +1237,9 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	tmp.id = __atomic_add_fetch(&w->ex->next_id, 1, __ATOMIC_RELAXED);
 	conn_client_text(&tmp, sa);
 	conn_event(&tmp, &ev, EGRESS_EV_BLOCK);
-	ev.reason = eg_reason_name[EG_R_TOO_MANY];
+	ev.reason = EG_R_TOO_MANY;
 	pthread_rwlock_rdlock(&w->ex->lock);
-	ev.phase = ls->sess->phase->name;
+	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
 	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1261,10 +1283,10 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);
 	conn_client_text(c, sa);
-	pthread_rwlock_rdlock(&ex->lock);
-	c->cfg = ex->cfg;
+	/* the worker's snapshot, no lock: conn_decide() takes the current
+	 * one under the lock, with the phase */
+	c->cfg = w->cfg;
 	eg_cfg_ref(c->cfg);
-	pthread_rwlock_unlock(&ex->lock);
 	c->next = w->conns;
 	if (w->conns != NULL)
 		w->conns->prev = c;
@@ -1336,8 +1358,8 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		    c->state != EG_CS_FORWARD && c->state != EG_CS_REPLYING &&
 		    !(c->state == EG_CS_HEAD && c->kept))
 			continue;
-		host = &c->host;
-		port = c->port;
+		host = &c->t.host;
+		port = c->t.port;
 		pthread_rwlock_rdlock(&w->ex->lock);
 		m = eg_phase_match(sess->phase, host, port, w->ex->cfg->ports,
 		    w->ex->cfg->nports, &rule);
@@ -1365,7 +1387,7 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 		    c->state == EG_CS_CONNECTING)) {
 			snprintf(body, sizeof(body), "egressd: %s:%u not "
 			    "reached: session %s was closed",
-			    c->host.name, c->port, sess->name);
+			    c->t.host.name, c->t.port, sess->name);
 			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
 			(void)eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
@@ -1387,7 +1409,7 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 		    c->state == EG_CS_CONNECTING)) {
 			snprintf(body, sizeof(body), "egressd: %s:%u not "
 			    "reached: egressd is shutting down",
-			    c->host.name, c->port);
+			    c->t.host.name, c->t.port);
 			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
 			eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}

@@ -2,8 +2,10 @@
  * metrics.c: the counters and histograms behind GET /metrics, rendered as
  * Prometheus text exposition format 0.0.4.  Loop threads update them:
  * plain counters with relaxed atomics, the labelled decision and close
- * counters (whose label values, such as phase names, are only known at run
- * time) in a small mutex-protected table.
+ * counters too, in arrays indexed by the event's enums (verdict and
+ * reason, end); the phase label, only known at run time, by a row per
+ * phase name that each phase of a snapshot points at
+ * (eg_metrics_register()).
  */
 #include "egress-int.h"
 
@@ -12,11 +14,13 @@
 #include "audit.h"
 #include "buf.h"
 #include "metrics.h"
+#include "policy.h"
+#include "proxy.h"
 #include "shared.h"
 
 /* longest label value kept (a phase name, whole), with its NUL */
 #define LABEL_MAX	(EG_PHASE_NAME_MAX + 1)
-#define TABLE_MAX	4096	/* distinct label sets kept per family */
+#define TABLE_MAX	4096	/* phase names kept (rows of counters) */
 
 /* Histogram bucket upper bounds, in microseconds (0.001 s .. 10 s). */
 static const uint64_t bucket_us[] = {
@@ -31,25 +35,28 @@ struct hist {
 	uint64_t	 sum_us;
 };
 
-struct dec_row {			/* egressd_decisions_total */
-	int		 event;
-	char		 reason[LABEL_MAX];
-	char		 phase[LABEL_MAX];
-	uint64_t	 n;
-};
+#define NVERDICT	3	/* EGRESS_EV_ALLOW, _BLOCK, _FAIL */
+_Static_assert(EGRESS_EV_ALLOW == 0 && EGRESS_EV_BLOCK == 1 &&
+    EGRESS_EV_FAIL == 2, "verdicts index the counters");
 
-struct end_row {			/* egressd_tunnels_closed_total */
-	char		 end[LABEL_MAX];
-	uint64_t	 n;
+/*
+ * egressd_decisions_total for one phase name: by verdict and reason.
+ * ALLOW counts at EG_R_NONE, or at EG_R_NOT_ALLOWED in report mode
+ * (labelled report:not_allowed).  Rows are never freed before the
+ * metrics: a phase of any snapshot may point at its row.
+ */
+struct eg_mrow {
+	struct eg_mrow	*next;		/* in the order names were seen */
+	char		 phase[LABEL_MAX];
+	uint64_t	 n[NVERDICT][EG_R_COUNT];	/* atomic */
 };
 
 struct eg_metrics {
-	pthread_mutex_t	 mtx;		/* guards dec and ends */
-	struct dec_row	*dec;
-	size_t		 ndec, capdec;
-	uint64_t	 dec_dropped;	/* label sets beyond TABLE_MAX */
-	struct end_row	*ends;
-	size_t		 nends, capends;
+	pthread_mutex_t	 mtx;		/* guards the row list */
+	struct eg_mrow	*rows, **tail;
+	size_t		 nrows;
+	uint64_t	 dec_dropped;	/* atomic: a phase without a row */
+	uint64_t	 ends[EG_END_COUNT];	/* atomic: CLOSE by end */
 
 	uint64_t	 bytes_up, bytes_down;	/* atomic */
 	uint64_t	 phase_switches;	/* atomic */
@@ -65,17 +72,22 @@ eg_metrics_new(void)
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return NULL;
 	pthread_mutex_init(&m->mtx, NULL);
+	m->tail = &m->rows;
 	return m;
 }
 
 void
 eg_metrics_free(struct eg_metrics *m)
 {
+	struct eg_mrow *r;
+
 	if (m == NULL)
 		return;
 	pthread_mutex_destroy(&m->mtx);
-	free(m->dec);
-	free(m->ends);
+	while ((r = m->rows) != NULL) {
+		m->rows = r->next;
+		free(r);
+	}
 	free(m);
 }
 
@@ -104,106 +116,63 @@ label_copy(char dst[LABEL_MAX], const char *src)
 	dst[n] = '\0';
 }
 
-/* Grow *arr (element size sz) to hold one more; 0 or -1. */
-static int
-table_grow(void **arr, size_t n, size_t *cap, size_t sz)
+void
+eg_metrics_register(struct eg_metrics *m, struct eg_phase *ph, size_t n)
 {
-	void *p;
-	size_t ncap;
-
-	if (n < *cap)
-		return 0;
-	if (n >= TABLE_MAX)
-		return -1;
-	ncap = *cap ? *cap * 2 : 16;
-	if ((p = realloc(*arr, ncap * sz)) == NULL)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
-static void
-count_decision(struct eg_metrics *m, int event, const char *reason,
-    const char *phase)
-{
-	char r[LABEL_MAX], ph[LABEL_MAX];
-	struct dec_row *d;
+	char name[LABEL_MAX];
+	struct eg_mrow *r;
 	size_t i;
 
-	label_copy(r, reason);
-	label_copy(ph, phase);
-	pthread_mutex_lock(&m->mtx);
-	for (i = 0; i < m->ndec; i++) {
-		d = &m->dec[i];
-		if (d->event == event && strcmp(d->reason, r) == 0 &&
-		    strcmp(d->phase, ph) == 0) {
-			d->n++;
-			pthread_mutex_unlock(&m->mtx);
-			return;
-		}
-	}
-	if (table_grow((void **)&m->dec, m->ndec, &m->capdec,
-	    sizeof(*m->dec)) == -1) {
-		m->dec_dropped++;
-		pthread_mutex_unlock(&m->mtx);
+	if (m == NULL)
 		return;
-	}
-	d = &m->dec[m->ndec++];
-	d->event = event;
-	memcpy(d->reason, r, sizeof(r));
-	memcpy(d->phase, ph, sizeof(ph));
-	d->n = 1;
-	pthread_mutex_unlock(&m->mtx);
-}
-
-static void
-count_end(struct eg_metrics *m, const char *end)
-{
-	char e[LABEL_MAX];
-	size_t i;
-
-	label_copy(e, end);
 	pthread_mutex_lock(&m->mtx);
-	for (i = 0; i < m->nends; i++)
-		if (strcmp(m->ends[i].end, e) == 0) {
-			m->ends[i].n++;
-			pthread_mutex_unlock(&m->mtx);
-			return;
+	for (i = 0; i < n; i++) {
+		label_copy(name, ph[i].name);
+		for (r = m->rows; r != NULL; r = r->next)
+			if (strcmp(r->phase, name) == 0)
+				break;
+		if (r == NULL && m->nrows < TABLE_MAX &&
+		    (r = calloc(1, sizeof(*r))) != NULL) {
+			memcpy(r->phase, name, sizeof(name));
+			*m->tail = r;
+			m->tail = &r->next;
+			m->nrows++;
 		}
-	if (table_grow((void **)&m->ends, m->nends, &m->capends,
-	    sizeof(*m->ends)) == 0) {
-		memcpy(m->ends[m->nends].end, e, sizeof(e));
-		m->ends[m->nends].n = 1;
-		m->nends++;
+		ph[i].mrow = r;
 	}
 	pthread_mutex_unlock(&m->mtx);
 }
 
 void
-eg_metrics_event(struct eg_metrics *m, const struct egress_event *ev)
+eg_metrics_event(struct eg_metrics *m, const struct eg_event *ev)
 {
-	char r[LABEL_MAX];
+	enum eg_reason r;
+	enum eg_end e;
 
 	if (m == NULL || ev == NULL)
 		return;
 	switch (ev->type) {
 	case EGRESS_EV_ALLOW:
-		/* report mode: labelled so learned traffic stands apart */
-		if (ev->report != NULL && *ev->report != '\0') {
-			snprintf(r, sizeof(r), "report:%s", ev->report);
-			count_decision(m, ev->type, r, ev->phase);
-		} else
-			count_decision(m, ev->type, "", ev->phase);
-		break;
 	case EGRESS_EV_BLOCK:
 	case EGRESS_EV_FAIL:
-		count_decision(m, ev->type, ev->reason, ev->phase);
+		if (ev->type == EGRESS_EV_ALLOW)
+			/* report mode: labelled so learned traffic stands
+			 * apart */
+			r = ev->report ? EG_R_NOT_ALLOWED : EG_R_NONE;
+		else
+			r = ev->reason;
+		if (ev->phase == NULL || ev->phase->mrow == NULL ||
+		    (unsigned)r >= EG_R_COUNT)
+			add64(&m->dec_dropped, 1);
+		else
+			add64(&ev->phase->mrow->n[ev->type][r], 1);
 		break;
 	case EGRESS_EV_CLOSE:
 		add64(&m->bytes_up, ev->up);
 		add64(&m->bytes_down, ev->down);
-		count_end(m, ev->end);
+		e = ev->end == EG_END_NONE || (unsigned)ev->end >=
+		    EG_END_COUNT ? EG_END_ERROR : ev->end;
+		add64(&m->ends[e], 1);
 		break;
 	case EGRESS_EV_PHASE:
 		add64(&m->phase_switches, 1);
@@ -311,22 +280,36 @@ int
 eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
     struct eg_buf *o)
 {
-	size_t i;
+	const struct eg_mrow *row;
+	unsigned t, r, e;
+	uint64_t n;
 
 	out_head(o, "egressd_decisions_total", "counter",
 	    "Verdicts by event (ALLOW, BLOCK, FAIL), reason and phase; "
 	    "reason is empty for ALLOW, report:REASON in report mode.");
+	/* by event, then reason, then phase (in the order names were
+	 * first seen) */
 	pthread_mutex_lock(&m->mtx);
-	for (i = 0; i < m->ndec; i++) {
-		eg_buf_str(o, "egressd_decisions_total{event=\"");
-		eg_buf_str(o, eg_event_name((enum egress_event_type)
-		    m->dec[i].event));
-		eg_buf_str(o, "\",reason=\"");
-		out_label(o, m->dec[i].reason);
-		eg_buf_str(o, "\",phase=\"");
-		out_label(o, m->dec[i].phase);
-		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)m->dec[i].n);
-	}
+	for (t = 0; t < NVERDICT; t++)
+		for (r = 0; r < EG_R_COUNT; r++)
+			for (row = m->rows; row != NULL; row = row->next) {
+				if ((n = load64(&row->n[t][r])) == 0)
+					continue;
+				eg_buf_str(o, "egressd_decisions_total{"
+				    "event=\"");
+				eg_buf_str(o, eg_event_name(
+				    (enum egress_event_type)t));
+				eg_buf_str(o, "\",reason=\"");
+				if (r != EG_R_NONE) {
+					if (t == EGRESS_EV_ALLOW)
+						eg_buf_str(o, "report:");
+					eg_buf_str(o, eg_reason_name[r]);
+				}
+				eg_buf_str(o, "\",phase=\"");
+				out_label(o, row->phase);
+				eg_buf_printf(o, "\"} %llu\n",
+				    (unsigned long long)n);
+			}
 	pthread_mutex_unlock(&m->mtx);
 
 	out_head(o, "egressd_connections_active", "gauge",
@@ -348,13 +331,13 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 
 	out_head(o, "egressd_tunnels_closed_total", "counter",
 	    "CLOSE events by end reason.");
-	pthread_mutex_lock(&m->mtx);
-	for (i = 0; i < m->nends; i++) {
+	for (e = 0; e < EG_END_COUNT; e++) {
+		if ((n = load64(&m->ends[e])) == 0)
+			continue;
 		eg_buf_str(o, "egressd_tunnels_closed_total{end=\"");
-		out_label(o, m->ends[i].end);
-		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)m->ends[i].n);
+		eg_buf_str(o, eg_end_name[e]);
+		eg_buf_printf(o, "\"} %llu\n", (unsigned long long)n);
 	}
-	pthread_mutex_unlock(&m->mtx);
 
 	render_hist(o, "egressd_dns_duration_seconds",
 	    "Name resolution time.", &m->hist[EG_HIST_DNS]);

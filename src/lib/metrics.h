@@ -21,9 +21,20 @@ enum eg_hist {
 struct eg_metrics	*eg_metrics_new(void);
 void			 eg_metrics_free(struct eg_metrics *);
 
-/* Count one audit event (decisions by event, reason, phase; bytes from
- * CLOSE; phase switches from PHASE).  Any thread. */
-void	eg_metrics_event(struct eg_metrics *, const struct egress_event *);
+struct eg_event;
+struct eg_phase;
+
+/*
+ * Give each phase of a snapshot its row of decision counters (one per
+ * phase name, kept across reloads), before the snapshot is published:
+ * events then count by the phase's row and the event's enums, no label
+ * compares.  A phase without a row (TABLE_MAX names, or no memory) is
+ * counted as dropped.  Any thread but not concurrently with itself.
+ */
+void	eg_metrics_register(struct eg_metrics *, struct eg_phase *, size_t);
+/* Count one audit event (decisions by event, reason, phase; closes by
+ * end and bytes from CLOSE; phase switches from PHASE).  Any thread. */
+void	eg_metrics_event(struct eg_metrics *, const struct eg_event *);
 void	eg_metrics_observe(struct eg_metrics *, enum eg_hist, uint64_t us);
 void	eg_metrics_reload(struct eg_metrics *, int ok);
 

@@ -45,6 +45,11 @@ struct eg_phase {
 	size_t			 nrules;
 	struct eg_rule		*rules;
 	struct eg_phase_index	*index;		/* built by eg_phase_finish() */
+	struct eg_mrow		*mrow;		/* its decision counters, by
+						   name: set by
+						   eg_metrics_register()
+						   before the snapshot is
+						   used (metrics.c) */
 };
 
 enum eg_match {

@@ -113,15 +113,48 @@ egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
 }
 
 /* Timestamp, write, count and tell the subscribers (see proxy.h). */
-int
-eg_emit(struct egress *ex, struct egress_event *ev)
+/* The public form of e: the enums' names, the phase's name. */
+static void
+emit_public(const struct eg_event *e, struct egress_event *ev)
 {
+	memset(ev, 0, sizeof(*ev));
+	ev->type = e->type;
+	ev->ts_ms = eg_wall_ms();
+	ev->id = e->id;
+	ev->host = e->host;
+	ev->port = e->port;
+	ev->phase = e->phase != NULL ? e->phase->name : NULL;
+	ev->session = e->session;
+	ev->client = e->client;
+	ev->method = e->method;
+	ev->addr = e->addr;
+	ev->rule = e->rule;
+	if (e->reason != EG_R_NONE && (unsigned)e->reason < EG_R_COUNT)
+		ev->reason = eg_reason_name[e->reason];
+	ev->report = e->report ? eg_reason_name[EG_R_NOT_ALLOWED] : NULL;
+	ev->up = e->up;
+	ev->down = e->down;
+	ev->ms = e->ms;
+	if (e->type == EGRESS_EV_CLOSE)
+		ev->end = eg_end_name[e->end == EG_END_NONE ||
+		    (unsigned)e->end >= EG_END_COUNT ? EG_END_ERROR : e->end];
+	ev->sni = e->sni;
+	ev->from = e->from;
+	ev->by = e->by;
+	ev->closed = e->closed;
+	ev->action = e->action;
+}
+
+int
+eg_emit(struct egress *ex, const struct eg_event *e)
+{
+	struct egress_event ev;
 	size_t i;
 	int rc, change;
 
-	ev->ts_ms = eg_wall_ms();
+	emit_public(e, &ev);
 	/* counted against its session, kept in its ring */
-	rc = eg_audit_emit_ring(ex->audit, ev, eg_session_event(ex, ev),
+	rc = eg_audit_emit_ring(ex->audit, &ev, eg_session_event(ex, &ev),
 	    &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)
@@ -130,12 +163,12 @@ eg_emit(struct egress *ex, struct egress_event *ev)
 		    strerror(errno));
 	else if (change < 0)
 		eg_log(ex, EGRESS_LOG_INFO, "audit log writes work again");
-	if (rc == -1 && ev->type == EGRESS_EV_ALLOW)
+	if (rc == -1 && e->type == EGRESS_EV_ALLOW)
 		return -1;
-	eg_metrics_event(ex->metrics, ev);
+	eg_metrics_event(ex->metrics, e);
 	for (i = 0; i < ex->nsubs; i++)
-		ex->subs[i].cb(ev, ex->subs[i].arg);
-	eg_modules_event(ex, ev);
+		ex->subs[i].cb(&ev, ex->subs[i].arg);
+	eg_modules_event(ex, &ev);
 	return rc;
 }
 
@@ -320,6 +353,8 @@ egress_start(struct egress *ex)
 		return set_err(ex, "already started");
 	if (egress_check(ex) == -1)
 		return -1;
+	/* before any event: each phase gets its row of counters */
+	eg_metrics_register(ex->metrics, ex->cfg->phases, ex->cfg->nphases);
 	if (eg_modules_init(ex, ex->errmsg, sizeof(ex->errmsg)) == -1)
 		return -1;
 	raise_nofile(ex);
@@ -475,12 +510,12 @@ phase_cmd(void *arg)
 {
 	struct phase_ev *pe = arg;
 	struct egress *ex = pe->ex;
-	struct egress_event ev;
+	struct eg_event ev;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_PHASE;
 	pthread_rwlock_rdlock(&ex->lock);
-	ev.phase = ex->def.phase->name;
+	ev.phase = ex->def.phase;
 	ev.from = pe->from;
 	ev.by = pe->by;
 	ev.closed = pe->closed;
@@ -661,6 +696,8 @@ egress_reload(struct egress *ex, const char *by)
 		return set_err(ex, "%s", err.msg);
 	}
 
+	/* its phases' counters, before any decision can use them */
+	eg_metrics_register(ex->metrics, cfg->phases, cfg->nphases);
 	/* the swap: from here on every decision uses cfg */
 	pthread_rwlock_wrlock(&ex->lock);
 	old = ex->cfg;

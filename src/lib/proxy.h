@@ -35,7 +35,8 @@ enum eg_reason {
 	EG_R_TOO_MANY,
 	EG_R_LOOP,
 	EG_R_SHUTDOWN,
-	EG_R_AUDIT_FAILED	/* the ALLOW line could not be written */
+	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
+	EG_R_COUNT		/* (how many; not a reason) */
 };
 extern const char *const eg_reason_name[];
 
@@ -50,7 +51,8 @@ enum eg_end {
 	EG_END_SHUTDOWN,
 	EG_END_DONE,
 	EG_END_ERROR,
-	EG_END_SESSION_CLOSED
+	EG_END_SESSION_CLOSED,
+	EG_END_COUNT		/* (how many; not an end) */
 };
 extern const char *const eg_end_name[];
 
@@ -128,6 +130,9 @@ struct eg_worker {
 	struct eg_loop		*loop;
 	struct eg_dns		*dns;
 	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
+	struct eg_cfg		*cfg;	/* a reference on the snapshot new
+					   connections start with (until
+					   their decision): loop thread only */
 	struct eg_lio		*lio;
 	size_t			 nlio;
 	struct eg_lio		*lio_dead;	/* replaced; freed after the
@@ -247,11 +252,40 @@ unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);
 void	eg_conn_close_all(struct eg_worker *, enum eg_end);
 
+/*
+ * An audit event inside the library: enums and pointers.  eg_emit()
+ * turns it into the public struct egress_event once (names for the
+ * enums, the phase's name), for the audit log and the subscribers; the
+ * metrics count it by its enums.
+ */
+struct eg_event {
+	enum egress_event_type	 type;
+	enum eg_reason		 reason;	/* BLOCK, FAIL */
+	enum eg_end		 end;		/* CLOSE */
+	int			 report;	/* ALLOW in report mode */
+	uint64_t		 id;		/* connection id; 0 for PHASE */
+	const char		*host;		/* normalised (escaped) */
+	uint16_t		 port;
+	const struct eg_phase	*phase;		/* PHASE: the new phase */
+	const char		*session;	/* NULL: session "default" */
+	const char		*client;
+	const char		*method;
+	const char		*addr;		/* ALLOW: upstream address */
+	const char		*rule;		/* ALLOW: the matching entry */
+	uint64_t		 up, down;	/* CLOSE: bytes each way */
+	uint64_t		 ms;		/* CLOSE: duration */
+	const char		*sni;		/* CLOSE sni_mismatch */
+	const char		*from;		/* PHASE: previous phase */
+	const char		*by;		/* PHASE: admin|api|signal|reload */
+	unsigned		 closed;	/* PHASE: tunnels closed */
+	const char		*action;	/* SESSION: open|close */
+};
+
 /* proxy.c */
 /* Timestamp, write, count, tell the subscribers.  -1 when the audit line
  * could not be written; a failed ALLOW is then not counted or passed on:
  * the caller must refuse the request (EG_R_AUDIT_FAILED) instead. */
-int	eg_emit(struct egress *, struct egress_event *);
+int	eg_emit(struct egress *, const struct eg_event *);
 int64_t	eg_wall_ms(void);
 
 /* worker.c: the per-client connection table */

@@ -24,6 +24,7 @@
 #include "listen.h"
 #include "policy.h"
 #include "proxy.h"
+#include "metrics.h"
 #include "session.h"
 #include "shared.h"
 #include "worker.h"
@@ -213,7 +214,7 @@ reg_remove(struct egress *ex, struct eg_session *s)
 
 struct emit_cmd {
 	struct egress		*ex;
-	struct egress_event	*ev;
+	struct eg_event		*ev;
 };
 
 static void
@@ -228,7 +229,7 @@ emit_cmd(void *arg)
 
 /* Like every event, on a loop thread (egress.h). */
 static void
-emit_on_loop(struct egress *ex, struct egress_event *ev)
+emit_on_loop(struct egress *ex, struct eg_event *ev)
 {
 	struct emit_cmd c = { ex, ev };
 
@@ -239,9 +240,9 @@ emit_on_loop(struct egress *ex, struct egress_event *ev)
 
 static void
 emit_session(struct egress *ex, struct eg_session *s, const char *action,
-    const char *phase, unsigned closed, const char *by)
+    const struct eg_phase *phase, unsigned closed, const char *by)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_SESSION;
@@ -403,6 +404,8 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 		if (eg_phase_finish(&s->phases[i]) == -1)
 			return set_err(ex, ENOMEM, "out of memory");
 	}
+	/* decisions under these phases count in egressd_decisions_total */
+	eg_metrics_register(ex->metrics, s->phases, s->nphases);
 	return 0;
 }
 
@@ -565,7 +568,7 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	eg_workers_session(ex, s, 1);
 	if (sess_has_tcp(s))
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "open", p->name, 0, by);
+	emit_session(ex, s, "open", p, 0, by);
 	if (sock != NULL && socklen > 0)
 		snprintf(sock, socklen, "%s", s->sock);
 	if (addr != NULL && addrlen > 0)
@@ -590,11 +593,11 @@ static void
 emit_phase(struct egress *ex, struct eg_session *s, const char *from,
     const char *by, unsigned closed)
 {
-	struct egress_event ev;
+	struct eg_event ev;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_PHASE;
-	ev.phase = s->phase->name;	/* stable: under ctl */
+	ev.phase = s->phase;		/* stable: under ctl */
 	ev.session = s->name;
 	ev.from = from;
 	ev.by = by;
@@ -907,7 +910,7 @@ sess_open(struct egress *ex, struct eg_session *s, const char *by)
 {
 	reg_add(ex, s);
 	eg_workers_session(ex, s, 1);
-	emit_session(ex, s, "open", s->phase->name, 0, by);
+	emit_session(ex, s, "open", s->phase, 0, by);
 }
 
 /* --- start, reload, free ------------------------------------------------- */

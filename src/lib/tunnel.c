@@ -459,7 +459,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 			eg_conn_set_state(c, EG_CS_SNI);	/* header_timeout */
 	}
 	if (r == EG_SNI_FOUND && !eg_sni_match(c->sni, nlen,
-	    c->host.name, c->host.len)) {
+	    c->t.host.name, c->t.host.len)) {
 		eg_conn_close(c, EG_END_SNI_MISMATCH);
 		return EG_IO_CLOSED;
 	}

@@ -374,6 +374,8 @@ eg_workers_create(struct egress *ex, struct eg_err *errp)
 			ex->nw = i + 1;
 			return eg_err_set(errp, err.code, "%s", err.msg);
 		}
+		w->cfg = ex->cfg;
+		eg_cfg_ref(w->cfg);
 		eg_timer_init(&w->accept_pause, worker_resume, w);
 		eg_loop_set_after(w->loop, worker_after, w);
 		worker_set_listeners(w);
@@ -411,6 +413,8 @@ eg_workers_free(struct egress *ex)
 		free(w->lio);
 		free(w->lio_dead);
 		eg_ownaddr_unref(w->own);
+		if (w->cfg != NULL)
+			eg_cfg_unref(w->cfg);
 		eg_loop_free(w->loop);
 	}
 	free(ex->w);
@@ -464,19 +468,27 @@ relisten_cmd(void *arg)
 	worker_set_listeners(arg);
 }
 
+/* The new snapshot for new connections, and its DNS servers.  Reads
+ * ex->cfg without the lock: the reloading thread, which waits for this,
+ * is the only writer. */
 static void
-dns_cmd(void *arg)
+cfg_cmd(void *arg)
 {
 	struct eg_worker *w = arg;
 	struct eg_err err;
 
+	if (w->cfg != w->ex->cfg) {
+		eg_cfg_ref(w->ex->cfg);
+		eg_cfg_unref(w->cfg);
+		w->cfg = w->ex->cfg;
+	}
 	if (eg_dns_configure(&w->dns, w->ex->cfg->dns_servers,
 	    w->ex->cfg->dns_timeout_ms, w->ex->cfg->dns_tries, &err) == -1)
 		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
 }
 
-/* After a reload's swap: every worker takes the new listeners and DNS
- * servers. */
+/* After a reload's swap: every worker takes the new listeners, snapshot
+ * and DNS servers. */
 void
 eg_workers_reconfigure(struct egress *ex)
 {
@@ -485,10 +497,10 @@ eg_workers_reconfigure(struct egress *ex)
 	for (i = 0; i < ex->nw; i++) {
 		if (ex->running) {
 			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
-			eg_loop_call(ex->w[i].loop, dns_cmd, &ex->w[i]);
+			eg_loop_call(ex->w[i].loop, cfg_cmd, &ex->w[i]);
 		} else {
 			relisten_cmd(&ex->w[i]);
-			dns_cmd(&ex->w[i]);
+			cfg_cmd(&ex->w[i]);
 		}
 	}
 }
