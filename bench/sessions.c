@@ -856,8 +856,13 @@ main(int argc, char *argv[])
 		fatal("%s: %s", egressd_bin, strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
 
-	/* the bench holds both ends of every tunnel; egressd two fds each */
-	need = 2 * (n_tun + 2 * n_sess) + 1024;
+	/*
+	 * The bench holds both ends of every tunnel; egressd two fds each.
+	 * The isolation step's tunnels (at most two per session) are all
+	 * closed before the latency step opens its n_tun: the larger of the
+	 * two is what is open at once.
+	 */
+	need = 2 * (n_tun > 2 * n_sess ? n_tun : 2 * n_sess) + 1024;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)need) {
 		rl.rlim_cur = rl.rlim_max < (rlim_t)need ? rl.rlim_max :
 		    (rlim_t)need;

@@ -1116,7 +1116,12 @@ put_event(const struct jv *e)
 		"reason", "report", "up", "down", "ms", "end", "sni", "from",
 		"by", "closed", NULL
 	};
+	/* SESSION NAME action=… phase=… closed=… by=…, as in the log */
+	static const char *const skeys[] = {
+		"action", "phase", "closed", "by", NULL
+	};
 	const char *ev = jstr(e, "event"), *v;
+	const char *const *kl = keys;
 	char target[300];
 	size_t i;
 
@@ -1130,19 +1135,21 @@ put_event(const struct jv *e)
 	putchar(' ');
 	if (strcmp(ev, "PHASE") == 0)
 		snprintf(target, sizeof(target), "%s", jstr(e, "phase"));
-	else if (jnum(e, "port") == 0)	/* a target that did not parse */
+	else if (strcmp(ev, "SESSION") == 0) {
+		snprintf(target, sizeof(target), "%s", jstr(e, "session"));
+		kl = skeys;
+	} else if (jnum(e, "port") == 0)	/* a target that did not parse */
 		snprintf(target, sizeof(target), "%s", jstr(e, "host"));
 	else
 		snprintf(target, sizeof(target), "%s:%s", jstr(e, "host"),
 		    jstr(e, "port"));
 	put_safe(target);
-	for (i = 0; keys[i] != NULL; i++) {
-		if (strcmp(ev, "PHASE") == 0 && strcmp(keys[i], "phase") == 0)
+	for (i = 0; kl[i] != NULL; i++) {
+		if (strcmp(ev, "PHASE") == 0 && strcmp(kl[i], "phase") == 0)
 			continue;
-		if (jget(e, keys[i]) == NULL || *(v = jstr(e, keys[i])) ==
-		    '\0')
+		if (jget(e, kl[i]) == NULL || *(v = jstr(e, kl[i])) == '\0')
 			continue;
-		printf(" %s=", keys[i]);
+		printf(" %s=", kl[i]);
 		put_safe(v);
 	}
 	putchar('\n');
@@ -1328,6 +1335,8 @@ cmd_session_show(const char *name)
 	char path[128], what[96], b[192];
 	const char *ttl;
 	struct jv v;
+	struct tm tm;
+	time_t created;
 	int rc, done;
 
 	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
@@ -1349,7 +1358,12 @@ cmd_session_show(const char *name)
 	    (unsigned long long)jnum(&v, "blocked"),
 	    (unsigned long long)jnum(&v, "failed"));
 	row("decisions", b);
-	row("created", dash(jstr(&v, "created")));
+	if ((created = (time_t)jnum(&v, "created")) > 0 &&
+	    gmtime_r(&created, &tm) != NULL &&
+	    strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+		row("created", b);	/* Unix seconds from the server */
+	else
+		row("created", dash(jstr(&v, "created")));
 	ttl = jstr(&v, "ttl_s");
 	if (*ttl == '\0' || strcmp(ttl, "0") == 0)
 		row("ttl", "none");
