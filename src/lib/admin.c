@@ -367,13 +367,13 @@ get_audit(struct eg_admin *ad, struct MHD_Connection *con)
 		return reply_err(con, 400, "limit: expected 1 to 1000",
 		    NULL, NULL);
 	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
-	if ((buf = malloc(cap)) == NULL)
+	if ((buf = eg_malloc(cap)) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	n = eg_audit_ring_json(ad->ex->audit, since, (unsigned)limit, buf,
 	    cap - 1);
 	buf[n++] = '\n';
 	rc = reply(con, 200, "application/json", buf, n, NULL, NULL);
-	free(buf);
+	eg_free(buf);
 	return rc;
 }
 
@@ -389,7 +389,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 
 	if (eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
-	if ((msg = malloc(sizeof(ex->errmsg))) == NULL)
+	if ((msg = eg_malloc(sizeof(ex->errmsg))) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	pthread_mutex_lock(&ad->mtx);
 	rc = egress_reload(ex, "admin");
@@ -413,10 +413,10 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 			eg_buf_json_str(&j, line);
 		}
 		eg_buf_str(&j, "]}");
-		free(msg);
+		eg_free(msg);
 		return reply_json(con, 422, &j);
 	}
-	free(msg);
+	eg_free(msg);
 	pthread_rwlock_rdlock(&ex->lock);
 	if (ex->cfg->admin == NULL ? ad->conf != NULL : ad->conf == NULL ||
 	    strcmp(ex->cfg->admin, ad->conf) != 0)
@@ -600,11 +600,11 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	if (rq->too_big)
 		return reply_err(con, 400, "request body over 4096 bytes",
 		    NULL, NULL);
-	if ((b = malloc(sizeof(*b))) == NULL)
+	if ((b = eg_malloc(sizeof(*b))) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	if (eg_sess_body_parse(rq->body, rq->len, b, why, sizeof(why)) ==
 	    -1) {
-		free(b);
+		eg_free(b);
 		return reply_err(con, 400, why, NULL, NULL);
 	}
 	for (i = 0; i < b->nphases; i++) {
@@ -623,7 +623,7 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
 	pthread_mutex_unlock(&ad->mtx);
 	if (rc == -1) {
-		free(b);
+		eg_free(b);
 		return reply_err(con, session_status(e), msg, NULL, NULL);
 	}
 	eg_buf_str(&j, "{\"name\":");
@@ -639,7 +639,7 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	else
 		eg_buf_str(&j, "null");
 	eg_buf_add(&j, "}", 1);
-	free(b);
+	eg_free(b);
 	return reply_json(con, 201, &j);
 }
 
@@ -779,7 +779,7 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 		    NULL, NULL);
 	}
 	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
-	if ((buf = malloc(cap)) == NULL) {
+	if ((buf = eg_malloc(cap)) == NULL) {
 		eg_session_unref(s);
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	}
@@ -789,7 +789,7 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 	eg_session_unref(s);
 	buf[n++] = '\n';
 	r = reply(con, 200, "application/json", buf, n, NULL, NULL);
-	free(buf);
+	eg_free(buf);
 	return r;
 }
 
@@ -882,7 +882,7 @@ on_request(void *cls, struct MHD_Connection *con, const char *url,
 
 	(void)version;
 	if (rq == NULL) {
-		if ((rq = calloc(1, sizeof(*rq))) == NULL)
+		if ((rq = eg_calloc(1, sizeof(*rq))) == NULL)
 			return MHD_NO;
 		*con_cls = rq;
 		return MHD_YES;
@@ -919,7 +919,7 @@ on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 	(void)cls;
 	(void)con;
 	(void)toe;
-	free(*con_cls);
+	eg_free(*con_cls);
 	*con_cls = NULL;
 }
 
@@ -997,7 +997,7 @@ listen_unix(struct eg_admin *ad, const char *path, mode_t mode,
 	if (rc != 0)
 		return rc;
 	ad->fd = fd;
-	ad->path = strdup(path);
+	ad->path = eg_strdup(path);
 	if (ad->path == NULL) {
 		unlink(path);	/* admin_free() cannot: it has no path */
 		return eg_err_set(err, ENOMEM, "out of memory");
@@ -1049,7 +1049,7 @@ read_token(struct eg_admin *ad, const char *file, struct eg_err *err)
 		return eg_err_set(err, EINVAL, "admin_token_file %s: %s",
 		    file, why);
 	len = strlen(buf);
-	ad->token = strdup(buf);
+	ad->token = eg_strdup(buf);
 	explicit_bzero(buf, sizeof(buf));
 	if (ad->token == NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
@@ -1068,15 +1068,15 @@ admin_free(struct eg_admin *ad)
 		close(ad->fd);
 	if (ad->path != NULL)
 		unlink(ad->path);
-	free(ad->path);
-	free(ad->where);
-	free(ad->conf);
+	eg_free(ad->path);
+	eg_free(ad->where);
+	eg_free(ad->conf);
 	if (ad->token != NULL) {
 		explicit_bzero(ad->token, ad->toklen);
-		free(ad->token);
+		eg_free(ad->token);
 	}
 	pthread_mutex_destroy(&ad->mtx);
-	free(ad);
+	eg_free(ad);
 }
 
 int
@@ -1092,7 +1092,7 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		return 0;
 	if (admin != NULL && strcmp(admin, "none") == 0)
 		return 0;
-	if ((ad = calloc(1, sizeof(*ad))) == NULL)
+	if ((ad = eg_calloc(1, sizeof(*ad))) == NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	ad->ex = ex;
 	ad->fd = -1;
@@ -1126,8 +1126,8 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		admin_free(ad);
 		return -1;
 	}
-	ad->where = strdup(admin != NULL ? admin : def);
-	if (admin != NULL && (ad->conf = strdup(admin)) == NULL) {
+	ad->where = eg_strdup(admin != NULL ? admin : def);
+	if (admin != NULL && (ad->conf = eg_strdup(admin)) == NULL) {
 		admin_free(ad);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}

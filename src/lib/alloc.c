@@ -1,8 +1,9 @@
 /*
  * alloc.c: malloc and friends with failure injection for tests.  With
  * EGRESS_FAIL_ALLOC=N in the environment (read on the first call), the
- * N-th call of eg_malloc/eg_calloc/eg_realloc fails as if memory had run
- * out; every other call goes to the C library.  The counter is atomic, so
+ * N-th call of eg_malloc/eg_calloc/eg_realloc (and so eg_reallocarray,
+ * eg_strdup, eg_strndup) fails as if memory had run out; every other call
+ * goes to the C library.  The counter is atomic, so
  * the N-th call is one call whichever thread makes it.  Without the
  * variable the only cost is one relaxed load per call.
  */
@@ -74,10 +75,39 @@ eg_realloc(void *p, size_t n)
 	return alloc_fails() ? NULL : realloc(p, n);
 }
 
+void *
+eg_reallocarray(void *p, size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return eg_realloc(p, n * size);
+}
+
 void
 eg_free(void *p)
 {
 	free(p);
+}
+
+char *
+eg_strdup(const char *s)
+{
+	return eg_strndup(s, strlen(s));
+}
+
+char *
+eg_strndup(const char *s, size_t n)
+{
+	char *d;
+
+	n = strnlen(s, n);
+	if ((d = eg_malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
 }
 
 void

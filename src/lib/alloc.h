@@ -1,8 +1,20 @@
 /*
- * alloc.h: the library's allocation wrapper.  Every allocation of the
- * connection engine and the loop goes through it, so that a test can make
- * the N-th one fail (EGRESS_FAIL_ALLOC=N, read once; only that call
- * fails) and check that out of memory never leaves a half state.
+ * alloc.h: the library's allocation wrapper.  Every allocation of
+ * src/lib and src/mod goes through it (tests/alloc-wrap.test checks the
+ * objects and the sources), so that a test can make the N-th one fail
+ * (EGRESS_FAIL_ALLOC=N, read once; only that call fails) and check that
+ * out of memory never leaves a half state.  eg_free() is free(): memory
+ * from the wrapper may be handed to an API that frees it with free(), and
+ * the other way round.
+ *
+ * Third-party libraries allocate with their own allocator and are not
+ * counted: c-ares (its ares_library_init_mem() would replace the
+ * allocator of the whole process, including an embedding program's own
+ * c-ares use; its out-of-memory paths are its test suite's business: a
+ * failed ares call reaches us as an error status, which we handle),
+ * libmicrohttpd (responses are created MHD_RESPMEM_MUST_COPY, so no
+ * memory of ours is freed by it) and inih (parses with a buffer of its own,
+ * calls back; we copy what we keep).
  */
 #ifndef EG_ALLOC_H
 #define EG_ALLOC_H
@@ -12,7 +24,12 @@
 void	*eg_malloc(size_t);
 void	*eg_calloc(size_t, size_t);
 void	*eg_realloc(void *, size_t);
+/* realloc of n * size bytes; NULL (ENOMEM) when that overflows. */
+void	*eg_reallocarray(void *, size_t, size_t);
 void	 eg_free(void *);
+/* strdup/strndup through eg_malloc (one counted allocation each). */
+char	*eg_strdup(const char *);
+char	*eg_strndup(const char *, size_t);
 
 /*
  * For tests: fail the n-th allocation counted from this call (0: none),

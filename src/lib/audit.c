@@ -85,13 +85,13 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 	fd = audit_open_fd(path, &is_stdout, err);
 	if (fd == -2)
 		return NULL;
-	if ((a = calloc(1, sizeof(*a))) == NULL ||
-	    (a->path = strdup(path)) == NULL ||
-	    (ring && (a->rg.ring = calloc(ring, sizeof(*a->rg.ring))) ==
+	if ((a = eg_calloc(1, sizeof(*a))) == NULL ||
+	    (a->path = eg_strdup(path)) == NULL ||
+	    (ring && (a->rg.ring = eg_calloc(ring, sizeof(*a->rg.ring))) ==
 	    NULL)) {
 		if (a != NULL)
-			free(a->path);
-		free(a);
+			eg_free(a->path);
+		eg_free(a);
 		if (fd > STDERR_FILENO)
 			close(fd);
 		eg_err_set(err, ENOMEM, "out of memory");
@@ -149,7 +149,7 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 		pthread_mutex_unlock(&a->cmtx);
 		return -1;
 	}
-	if ((p = strdup(path)) == NULL) {
+	if ((p = eg_strdup(path)) == NULL) {
 		if (fd > STDERR_FILENO)
 			close(fd);
 		pthread_mutex_unlock(&a->cmtx);
@@ -166,7 +166,7 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 			close(fd);
 	} else
 		__atomic_store_n(&a->fd, fd, __ATOMIC_RELAXED);
-	free(a->path);
+	eg_free(a->path);
 	a->path = p;
 	__atomic_store_n(&a->json, json, __ATOMIC_RELAXED);
 	a->is_stdout = is_stdout;
@@ -187,12 +187,12 @@ eg_audit_close(struct eg_audit *a)
 	if (a->fd > STDERR_FILENO)
 		close(a->fd);
 	for (i = 0; i < a->rg.cap; i++)
-		free(a->rg.ring[i].json);
-	free(a->rg.ring);
-	free(a->path);
+		eg_free(a->rg.ring[i].json);
+	eg_free(a->rg.ring);
+	eg_free(a->path);
 	pthread_mutex_destroy(&a->rg.mtx);
 	pthread_mutex_destroy(&a->cmtx);
-	free(a);
+	eg_free(a);
 }
 
 /* --- formatting ------------------------------------------------------- */
@@ -444,12 +444,12 @@ ring_grow(struct eg_ring *a)
 	ncap = a->cap ? a->cap * 2 : 8;
 	if (ncap > a->nring)
 		ncap = a->nring;
-	if ((nr = calloc(ncap, sizeof(*nr))) == NULL)
+	if ((nr = eg_calloc(ncap, sizeof(*nr))) == NULL)
 		return;		/* the older entries are overwritten */
 	for (i = 0; i < a->cap; i++)
 		if (a->ring[i].seq > 0)
 			nr[(a->ring[i].seq - 1) % ncap] = a->ring[i];
-	free(a->ring);
+	eg_free(a->ring);
 	a->ring = nr;
 	a->cap = ncap;
 }
@@ -460,7 +460,7 @@ ring_push(struct eg_ring *a, const char *line, size_t n)
 	struct ring_slot *s;
 	char *copy;
 
-	if ((copy = malloc(n)) == NULL)
+	if ((copy = eg_malloc(n)) == NULL)
 		return;
 	memcpy(copy, line, n - 1);
 	copy[n - 1] = '\0';
@@ -469,11 +469,11 @@ ring_push(struct eg_ring *a, const char *line, size_t n)
 		ring_grow(a);
 	if (a->cap == 0) {
 		pthread_mutex_unlock(&a->mtx);
-		free(copy);
+		eg_free(copy);
 		return;
 	}
 	s = &a->ring[a->seq % a->cap];
-	free(s->json);
+	eg_free(s->json);
 	s->json = copy;
 	s->seq = ++a->seq;
 	pthread_mutex_unlock(&a->mtx);
@@ -602,7 +602,7 @@ eg_ring_new(unsigned n)
 {
 	struct eg_ring *r;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL)
+	if ((r = eg_calloc(1, sizeof(*r))) == NULL)
 		return NULL;
 	r->nring = n;			/* slots come as it fills */
 	pthread_mutex_init(&r->mtx, NULL);
@@ -617,10 +617,10 @@ eg_ring_free(struct eg_ring *r)
 	if (r == NULL)
 		return;
 	for (i = 0; i < r->cap; i++)
-		free(r->ring[i].json);
-	free(r->ring);
+		eg_free(r->ring[i].json);
+	eg_free(r->ring);
 	pthread_mutex_destroy(&r->mtx);
-	free(r);
+	eg_free(r);
 }
 
 size_t

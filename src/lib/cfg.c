@@ -351,7 +351,7 @@ add_listen(struct parse *ps, enum eg_listen_kind kind, const char *val,
 	struct eg_cfg *cfg = ps->cfg;
 	struct eg_listen *nl, *l;
 
-	nl = reallocarray(cfg->listen, cfg->nlisten + 1, sizeof(*nl));
+	nl = eg_reallocarray(cfg->listen, cfg->nlisten + 1, sizeof(*nl));
 	if (nl == NULL)
 		return perr(ps, "out of memory");
 	cfg->listen = nl;
@@ -363,7 +363,7 @@ add_listen(struct parse *ps, enum eg_listen_kind kind, const char *val,
 		l->ss = *ss;
 		l->sslen = sslen;
 	}
-	l->text = strdup(val);
+	l->text = eg_strdup(val);
 	if (l->text == NULL)
 		return perr(ps, "out of memory");
 	cfg->nlisten++;
@@ -391,10 +391,10 @@ set_str(struct parse *ps, char **dst, const char *val)
 {
 	char *s;
 
-	s = strdup(val);
+	s = eg_strdup(val);
 	if (s == NULL)
 		return perr(ps, "out of memory");
-	free(*dst);
+	eg_free(*dst);
 	*dst = s;
 	return 0;
 }
@@ -420,11 +420,11 @@ set_ports(struct parse *ps, const struct key *k, const char *val)
 	}
 	if (n == 0)
 		return bad_value(ps, k, val, "at least one port is needed");
-	np = calloc(n, sizeof(*np));
+	np = eg_calloc(n, sizeof(*np));
 	if (np == NULL)
 		return perr(ps, "out of memory");
 	memcpy(np, ports, n * sizeof(*np));
-	free(ps->cfg->ports);
+	eg_free(ps->cfg->ports);
 	ps->cfg->ports = np;
 	ps->cfg->nports = n;
 	return 0;
@@ -639,20 +639,20 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 	if (n == 0)
 		return perr(ps, "no address for '%s' in [hosts]", h.name);
 
-	np = reallocarray(cfg->pins, cfg->npins + 1, sizeof(*np));
+	np = eg_reallocarray(cfg->pins, cfg->npins + 1, sizeof(*np));
 	if (np == NULL)
 		return perr(ps, "out of memory");
 	cfg->pins = np;
-	nl = reallocarray(ps->pin_line, cfg->npins + 1, sizeof(*nl));
+	nl = eg_reallocarray(ps->pin_line, cfg->npins + 1, sizeof(*nl));
 	if (nl == NULL)
 		return perr(ps, "out of memory");
 	ps->pin_line = nl;
-	na = calloc(n, sizeof(*na));
+	na = eg_calloc(n, sizeof(*na));
 	np = &cfg->pins[cfg->npins];
-	np->name = strdup(h.name);
+	np->name = eg_strdup(h.name);
 	if (na == NULL || np->name == NULL) {
-		free(na);
-		free(np->name);
+		eg_free(na);
+		eg_free(np->name);
 		return perr(ps, "out of memory");
 	}
 	memcpy(na, addr, n * sizeof(*na));
@@ -719,7 +719,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 				return;
 			}
 		}
-		np = reallocarray(cfg->phases, cfg->nphases + 1,
+		np = eg_reallocarray(cfg->phases, cfg->nphases + 1,
 		    sizeof(*np));
 		if (np == NULL) {
 			perr(ps, "out of memory");
@@ -728,7 +728,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 		cfg->phases = np;
 		np = &cfg->phases[cfg->nphases];
 		memset(np, 0, sizeof(*np));
-		np->name = strndup(name, len);
+		np->name = eg_strndup(name, len);
 		if (np->name == NULL) {
 			perr(ps, "out of memory");
 			return;
@@ -760,7 +760,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 				    cfg->sessions[i].line);
 				return;
 			}
-		ns = reallocarray(cfg->sessions, cfg->nsessions + 1,
+		ns = eg_reallocarray(cfg->sessions, cfg->nsessions + 1,
 		    sizeof(*ns));
 		if (ns == NULL) {
 			perr(ps, "out of memory");
@@ -769,7 +769,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 		cfg->sessions = ns;
 		ns = &cfg->sessions[cfg->nsessions];
 		memset(ns, 0, sizeof(*ns));
-		if ((ns->name = strndup(name, len)) == NULL) {
+		if ((ns->name = eg_strndup(name, len)) == NULL) {
 			perr(ps, "out of memory");
 			return;
 		}
@@ -903,7 +903,7 @@ cfg_reader(char *str, int num, void *arg)
 		}
 		memcpy(ps->key, k, klen);
 		ps->key[klen] = '\0';
-		free(ps->longval);
+		eg_free(ps->longval);
 		ps->longval = NULL;
 		if (num < 8 || klen + 1 + vlen + 2 > (size_t)num) {
 			/*
@@ -911,7 +911,7 @@ cfg_reader(char *str, int num, void *arg)
 			 * give inih a marker that no real line can contain
 			 * (control characters are refused above).
 			 */
-			if ((ps->longval = strndup(v, vlen)) == NULL) {
+			if ((ps->longval = eg_strndup(v, vlen)) == NULL) {
 				perr(ps, "out of memory");
 				continue;
 			}
@@ -975,7 +975,7 @@ session_entry(struct parse *ps, const char *key, const char *val)
 			return;
 		}
 		cs->phase_line = ps->line;
-		if ((cs->phase = strdup(val)) == NULL)
+		if ((cs->phase = eg_strdup(val)) == NULL)
 			perr(ps, "out of memory");
 		return;
 	}
@@ -998,7 +998,7 @@ session_entry(struct parse *ps, const char *key, const char *val)
 		perr(ps, "bad value for unix: path too long");
 		return;
 	}
-	nl = reallocarray(cs->listen, cs->nlisten + 1, sizeof(*nl));
+	nl = eg_reallocarray(cs->listen, cs->nlisten + 1, sizeof(*nl));
 	if (nl == NULL) {
 		perr(ps, "out of memory");
 		return;
@@ -1012,7 +1012,7 @@ session_entry(struct parse *ps, const char *key, const char *val)
 		l->ss = ss;
 		l->sslen = sslen;
 	}
-	if ((l->text = strdup(val)) == NULL) {
+	if ((l->text = eg_strdup(val)) == NULL) {
 		perr(ps, "out of memory");
 		return;
 	}
@@ -1086,13 +1086,13 @@ cfg_new(const char *fname)
 {
 	struct eg_cfg *cfg;
 
-	cfg = calloc(1, sizeof(*cfg));
+	cfg = eg_calloc(1, sizeof(*cfg));
 	if (cfg == NULL)
 		return NULL;
 	cfg->refs = 1;
-	cfg->file = strdup(fname);
-	cfg->audit_log = strdup("-");
-	cfg->ports = calloc(1, sizeof(*cfg->ports));
+	cfg->file = eg_strdup(fname);
+	cfg->audit_log = eg_strdup("-");
+	cfg->ports = eg_calloc(1, sizeof(*cfg->ports));
 	if (cfg->file == NULL || cfg->audit_log == NULL ||
 	    cfg->ports == NULL) {
 		eg_cfg_unref(cfg);
@@ -1162,7 +1162,7 @@ pins_finish(struct parse *ps)
 
 	if (cfg->npins < 2)
 		return;
-	ref = calloc(cfg->npins, sizeof(*ref));
+	ref = eg_calloc(cfg->npins, sizeof(*ref));
 	if (ref == NULL) {
 		perr(ps, "out of memory");
 		return;
@@ -1180,7 +1180,7 @@ pins_finish(struct parse *ps)
 		perr_at(ps, ref[i].line, "duplicate host '%s' in [hosts] "
 		    "(first at line %d)", ref[i].name, ref[first].line);
 	}
-	free(ref);
+	eg_free(ref);
 	qsort(cfg->pins, cfg->npins, sizeof(*cfg->pins), pin_cmp);
 }
 
@@ -1229,7 +1229,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 			perr_at(&ps, ps.seen[key_find(KS_PROXY, "phase") -
 			    keys], "phase '%s' does not exist", cfg->phase);
 	} else {
-		cfg->phase = strdup(cfg->phases[0].name);
+		cfg->phase = eg_strdup(cfg->phases[0].name);
 		if (cfg->phase == NULL)
 			perr(&ps, "out of memory");
 	}
@@ -1262,8 +1262,8 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 		if (eg_phase_finish(&cfg->phases[i]) == -1)
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
 	pins_finish(&ps);
-	free(ps.pin_line);
-	free(ps.longval);
+	eg_free(ps.pin_line);
+	eg_free(ps.longval);
 	if (ps.nerr != 0) {
 		eg_cfg_unref(cfg);
 		return NULL;
@@ -1300,7 +1300,7 @@ eg_cfg_load(const char *path, struct eg_errs *errs)
 			cap = cap ? cap * 2 : 64 * 1024;
 			if (cap > CFG_FILE_MAX)
 				cap = CFG_FILE_MAX;
-			nb = realloc(buf, cap);
+			nb = eg_realloc(buf, cap);
 			if (nb == NULL) {
 				eg_errs_add(errs, "%s: cannot read: out of "
 				    "memory", path);
@@ -1322,10 +1322,10 @@ eg_cfg_load(const char *path, struct eg_errs *errs)
 	}
 	close(fd);
 	cfg = eg_cfg_parse(buf, off, path, errs);
-	free(buf);
+	eg_free(buf);
 	return cfg;
 fail:
-	free(buf);
+	eg_free(buf);
 	close(fd);
 	return NULL;
 }
@@ -1374,7 +1374,7 @@ eg_cfg_override(struct eg_cfg *cfg, const char *key, const char *value,
 		probe.cfg = &tmp;
 		rc = key_set(&probe, k, &tmp, value);
 		free_listen(tmp.listen);
-		free(tmp.listen);
+		eg_free(tmp.listen);
 		if (rc == -1)
 			return -1;
 		kind = k->type == K_LISTEN ? EG_LISTEN_TCP : EG_LISTEN_UNIX;
@@ -1422,7 +1422,7 @@ static void
 free_listen(struct eg_listen *l)
 {
 	if (l != NULL)
-		free(l->text);
+		eg_free(l->text);
 }
 
 void
@@ -1436,38 +1436,38 @@ eg_cfg_unref(struct eg_cfg *cfg)
 		return;
 	for (i = 0; i < cfg->nlisten; i++)
 		free_listen(&cfg->listen[i]);
-	free(cfg->listen);
+	eg_free(cfg->listen);
 	for (i = 0; i < cfg->npins; i++) {
-		free(cfg->pins[i].name);
-		free(cfg->pins[i].addr);
+		eg_free(cfg->pins[i].name);
+		eg_free(cfg->pins[i].addr);
 	}
-	free(cfg->pins);
+	eg_free(cfg->pins);
 	for (i = 0; i < cfg->nphases; i++)
 		eg_phase_clear(&cfg->phases[i]);
-	free(cfg->phases);
+	eg_free(cfg->phases);
 	for (i = 0; i < cfg->nsessions; i++) {
 		size_t j;
 
 		for (j = 0; j < cfg->sessions[i].nlisten; j++)
 			free_listen(&cfg->sessions[i].listen[j]);
-		free(cfg->sessions[i].listen);
-		free(cfg->sessions[i].name);
-		free(cfg->sessions[i].phase);
+		eg_free(cfg->sessions[i].listen);
+		eg_free(cfg->sessions[i].name);
+		eg_free(cfg->sessions[i].phase);
 	}
-	free(cfg->sessions);
+	eg_free(cfg->sessions);
 	for (i = 0; i < EG_MODULES_MAX; i++)
 		if (cfg->mod_cfg_owner[i] != NULL &&
 		    cfg->mod_cfg_owner[i]->config_free != NULL)
 			cfg->mod_cfg_owner[i]->config_free(cfg->mod_cfg[i]);
-	free(cfg->file);
-	free(cfg->admin);
-	free(cfg->admin_token_file);
-	free(cfg->session_dir);
-	free(cfg->audit_log);
-	free(cfg->phase);
-	free(cfg->ports);
-	free(cfg->dns_servers);
-	free(cfg);
+	eg_free(cfg->file);
+	eg_free(cfg->admin);
+	eg_free(cfg->admin_token_file);
+	eg_free(cfg->session_dir);
+	eg_free(cfg->audit_log);
+	eg_free(cfg->phase);
+	eg_free(cfg->ports);
+	eg_free(cfg->dns_servers);
+	eg_free(cfg);
 }
 
 const struct eg_phase *

@@ -107,7 +107,7 @@ dns_sock_state(void *data, ares_socket_t fd, int readable, int writable)
 		return;
 	}
 	if (s == NULL) {
-		if ((s = calloc(1, sizeof(*s))) == NULL)
+		if ((s = eg_calloc(1, sizeof(*s))) == NULL)
 			return;
 		s->dns = dns;
 		eg_io_init(&s->io, fd, dns_io, s);
@@ -142,7 +142,7 @@ eg_dns_new(struct eg_loop *loop, const char *servers, unsigned timeout_ms,
 	int rc;
 
 	pthread_once(&dns_once, dns_lib_init);
-	if ((dns = calloc(1, sizeof(*dns))) == NULL) {
+	if ((dns = eg_calloc(1, sizeof(*dns))) == NULL) {
 		eg_err_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -172,12 +172,12 @@ eg_dns_new(struct eg_loop *loop, const char *servers, unsigned timeout_ms,
 	    ARES_OPT_NDOTS | ARES_OPT_DOMAINS);
 	if (rc != ARES_SUCCESS) {
 		eg_err_set(err, rc, "c-ares init: %s", ares_strerror(rc));
-		free(dns);
+		eg_free(dns);
 		return NULL;
 	}
 	if (servers != NULL && eg_dns_set_servers(dns, servers, err) == -1) {
 		ares_destroy(dns->ch);
-		free(dns);
+		eg_free(dns);
 		return NULL;
 	}
 	return dns;
@@ -245,7 +245,7 @@ eg_dns_reap(struct eg_dns *dns)
 
 	while ((s = dns->dead) != NULL) {
 		dns->dead = s->next;
-		free(s);
+		eg_free(s);
 	}
 	for (rp = &dns->retired; (r = *rp) != NULL; ) {
 		eg_dns_reap(r);
@@ -272,10 +272,10 @@ eg_dns_free(struct eg_dns *dns)
 	for (s = dns->socks; s != NULL; s = next) {
 		next = s->next;
 		eg_io_del(dns->loop, &s->io);
-		free(s);
+		eg_free(s);
 	}
 	eg_dns_reap(dns);
-	free(dns);
+	eg_free(dns);
 }
 
 static void
@@ -292,7 +292,7 @@ dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 	if (q->cb == NULL) {		/* answered at its deadline */
 		if (res != NULL)
 			ares_freeaddrinfo(res);
-		free(q);
+		eg_free(q);
 		return;
 	}
 	if (status == ARES_SUCCESS && res != NULL) {
@@ -315,7 +315,7 @@ dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 		    ares_strerror(status), NULL, 0);
 	else
 		q->cb(q->arg, 0, NULL, addrs, n);
-	free(q);
+	eg_free(q);
 }
 
 /* The deadline: answer "timed out" now; c-ares's callback comes later. */
@@ -338,7 +338,7 @@ eg_dns_lookup(struct eg_dns *dns, const char *name, eg_dns_cb *cb, void *arg)
 	struct ares_addrinfo_hints hints;
 	struct dns_query *q;
 
-	if ((q = malloc(sizeof(*q))) == NULL) {
+	if ((q = eg_malloc(sizeof(*q))) == NULL) {
 		cb(arg, -1, "out of memory", NULL, 0);
 		return;
 	}

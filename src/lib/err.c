@@ -37,7 +37,7 @@ eg_errs_add(struct eg_errs *errs, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	errs->msg[errs->n] = strdup(buf);
+	errs->msg[errs->n] = eg_strdup(buf);
 	if (errs->msg[errs->n] == NULL)
 		errs->dropped++;
 	else
@@ -53,7 +53,7 @@ eg_errs_clear(struct eg_errs *errs)
 	if (errs == NULL)
 		return;
 	for (i = 0; i < errs->n; i++)
-		free(errs->msg[i]);
+		eg_free(errs->msg[i]);
 	errs->n = 0;
 	errs->dropped = 0;
 }

@@ -127,7 +127,7 @@ bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
 	    err) != 0)
 		return -1;
 	ls->fd = fd;
-	if ((ls->path = strdup(path)) == NULL) {
+	if ((ls->path = eg_strdup(path)) == NULL) {
 		/* not yet ours to unlink at exit: do it now */
 		unlink(path);
 		return eg_err_set(err, ENOMEM, "out of memory");
@@ -181,8 +181,8 @@ eg_lsock_clear(struct eg_lsock *ls)
 		close(ls->fd);
 	if (ls->path != NULL)
 		unlink(ls->path);
-	free(ls->path);
-	free(ls->text);
+	eg_free(ls->path);
+	eg_free(ls->text);
 	ls->fd = -1;
 	ls->path = ls->text = NULL;
 }
@@ -196,14 +196,14 @@ eg_listen_all(struct egress *ex, const struct eg_cfg *cfg,
 	size_t i;
 	int rc;
 
-	if ((ls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*ls))) ==
+	if ((ls = eg_calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*ls))) ==
 	    NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	for (i = 0; i < cfg->nlisten; i++) {
 		ls[i].fd = -1;
 		ls[i].kind = cfg->listen[i].kind;
 		ls[i].sess = &ex->def;
-		ls[i].text = strdup(cfg->listen[i].text);
+		ls[i].text = eg_strdup(cfg->listen[i].text);
 		if (cfg->listen[i].kind == EG_LISTEN_TCP)
 			rc = bind_tcp(&ls[i], &cfg->listen[i], err);
 		else
@@ -213,7 +213,7 @@ eg_listen_all(struct egress *ex, const struct eg_cfg *cfg,
 			eg_lsock_clear(&ls[i]);	/* its text */
 			while (i-- > 0)
 				eg_lsock_clear(&ls[i]);
-			free(ls);
+			eg_free(ls);
 			return -1;
 		}
 	}
@@ -236,7 +236,7 @@ eg_listen_rebind(struct egress *ex, const struct eg_cfg *cfg,
 	struct eg_lsock *nls;
 	size_t i, j, nn = 0;
 
-	if ((nls = calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
+	if ((nls = eg_calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
 	    NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	for (i = 0; i < ex->nls; i++)
@@ -255,7 +255,7 @@ eg_listen_rebind(struct egress *ex, const struct eg_cfg *cfg,
 		nls[nn].fd = -1;
 		nls[nn].kind = cfg->listen[j].kind;
 		nls[nn].sess = &ex->def;
-		nls[nn].text = strdup(cfg->listen[j].text);
+		nls[nn].text = eg_strdup(cfg->listen[j].text);
 		if ((cfg->listen[j].kind == EG_LISTEN_TCP ?
 		    bind_tcp(&nls[nn], &cfg->listen[j], err) :
 		    bind_unix(&nls[nn], cfg->listen[j].text,
@@ -280,5 +280,5 @@ eg_listen_drop(struct eg_lsock *ls, size_t n)
 	for (i = 0; i < n; i++)
 		if (!ls[i].keep)
 			eg_lsock_clear(&ls[i]);
-	free(ls);
+	eg_free(ls);
 }

@@ -69,7 +69,7 @@ eg_metrics_new(void)
 {
 	struct eg_metrics *m;
 
-	if ((m = calloc(1, sizeof(*m))) == NULL)
+	if ((m = eg_calloc(1, sizeof(*m))) == NULL)
 		return NULL;
 	pthread_mutex_init(&m->mtx, NULL);
 	m->tail = &m->rows;
@@ -86,9 +86,9 @@ eg_metrics_free(struct eg_metrics *m)
 	pthread_mutex_destroy(&m->mtx);
 	while ((r = m->rows) != NULL) {
 		m->rows = r->next;
-		free(r);
+		eg_free(r);
 	}
-	free(m);
+	eg_free(m);
 }
 
 static void
@@ -132,7 +132,7 @@ eg_metrics_register(struct eg_metrics *m, struct eg_phase *ph, size_t n)
 			if (strcmp(r->phase, name) == 0)
 				break;
 		if (r == NULL && m->nrows < TABLE_MAX &&
-		    (r = calloc(1, sizeof(*r))) != NULL) {
+		    (r = eg_calloc(1, sizeof(*r))) != NULL) {
 			memcpy(r->phase, name, sizeof(name));
 			*m->tail = r;
 			m->tail = &r->next;

@@ -97,7 +97,7 @@ eg_ownaddr_new(const struct sockaddr_storage *ls, size_t nls,
 	if (nls > SIZE_MAX / 2 / sizeof(struct oaddr) ||
 	    nifs > SIZE_MAX / 2 / sizeof(struct oaddr))
 		return NULL;
-	o = calloc(1, sizeof(*o) + (nls + nifs) * sizeof(struct oaddr));
+	o = eg_calloc(1, sizeof(*o) + (nls + nifs) * sizeof(struct oaddr));
 	if (o == NULL)
 		return NULL;
 	o->refs = 1;
@@ -129,7 +129,7 @@ eg_ownaddr_ifaddrs(struct sockaddr_storage **out, size_t *n)
 		if (i->ifa_addr != NULL && (i->ifa_addr->sa_family == AF_INET ||
 		    i->ifa_addr->sa_family == AF_INET6))
 			k++;
-	if ((a = calloc(k ? k : 1, sizeof(*a))) == NULL) {
+	if ((a = eg_calloc(k ? k : 1, sizeof(*a))) == NULL) {
 		freeifaddrs(ifa);
 		errno = ENOMEM;
 		return -1;
@@ -164,7 +164,7 @@ eg_ownaddr_unref(struct eg_ownaddr *o)
 {
 	if (o != NULL && __atomic_sub_fetch(&o->refs, 1,
 	    __ATOMIC_ACQ_REL) == 0)
-		free(o);
+		eg_free(o);
 }
 
 int

@@ -270,8 +270,8 @@ eg_rule_parse(const char *s, size_t len, struct eg_rule *r,
 	r->kind = kind;
 	r->port = port;
 	r->prefix = prefix < 0 ? 0 : prefix;
-	r->text = strndup(s, len);
-	r->name = strndup(h.name, h.len);
+	r->text = eg_strndup(s, len);
+	r->name = eg_strndup(h.name, h.len);
 	r->namelen = h.len;
 	if (r->text == NULL || r->name == NULL) {
 		eg_rule_clear(r);
@@ -285,8 +285,8 @@ eg_rule_clear(struct eg_rule *r)
 {
 	if (r == NULL)
 		return;
-	free(r->text);
-	free(r->name);
+	eg_free(r->text);
+	eg_free(r->name);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -295,12 +295,12 @@ index_free(struct eg_phase_index *ix)
 {
 	if (ix == NULL)
 		return;
-	free(ix->exact.slot);
-	free(ix->suffix.slot);
-	free(ix->next);
-	free(ix->v4);
-	free(ix->v6);
-	free(ix);
+	eg_free(ix->exact.slot);
+	eg_free(ix->suffix.slot);
+	eg_free(ix->next);
+	eg_free(ix->v4);
+	eg_free(ix->v6);
+	eg_free(ix);
 }
 
 int
@@ -317,7 +317,7 @@ eg_phase_add(struct eg_phase *p, struct eg_rule *r)
 		return -1;
 	if ((p->nrules & (p->nrules - 1)) == 0) {
 		cap = p->nrules ? p->nrules * 2 : 1;
-		nr = reallocarray(p->rules, cap, sizeof(*nr));
+		nr = eg_reallocarray(p->rules, cap, sizeof(*nr));
 		if (nr == NULL)
 			return -1;
 		p->rules = nr;
@@ -338,7 +338,7 @@ table_init(struct table *t, size_t n)
 	/* Load factor at most one half keeps probe runs short. */
 	while (size < n * 2)
 		size *= 2;
-	t->slot = calloc(size, sizeof(*t->slot));
+	t->slot = eg_calloc(size, sizeof(*t->slot));
 	if (t->slot == NULL)
 		return -1;
 	for (i = 0; i < size; i++)
@@ -395,7 +395,7 @@ eg_phase_finish(struct eg_phase *p)
 
 	index_free(p->index);
 	p->index = NULL;
-	ix = calloc(1, sizeof(*ix));
+	ix = eg_calloc(1, sizeof(*ix));
 	if (ix == NULL)
 		return -1;
 	for (i = 0; i < p->nrules; i++) {
@@ -415,14 +415,14 @@ eg_phase_finish(struct eg_phase *p)
 			break;
 		}
 	}
-	ix->next = calloc(p->nrules + 1, sizeof(*ix->next));
-	tail = calloc(p->nrules + 1, sizeof(*tail));
-	ix->v4 = calloc(ix->nv4 + 1, sizeof(*ix->v4));
-	ix->v6 = calloc(ix->nv6 + 1, sizeof(*ix->v6));
+	ix->next = eg_calloc(p->nrules + 1, sizeof(*ix->next));
+	tail = eg_calloc(p->nrules + 1, sizeof(*tail));
+	ix->v4 = eg_calloc(ix->nv4 + 1, sizeof(*ix->v4));
+	ix->v6 = eg_calloc(ix->nv6 + 1, sizeof(*ix->v6));
 	if (ix->next == NULL || tail == NULL || ix->v4 == NULL ||
 	    ix->v6 == NULL || table_init(&ix->exact, nexact) == -1 ||
 	    table_init(&ix->suffix, nsuffix) == -1) {
-		free(tail);
+		eg_free(tail);
 		index_free(ix);
 		return -1;
 	}
@@ -447,7 +447,7 @@ eg_phase_finish(struct eg_phase *p)
 			break;
 		}
 	}
-	free(tail);
+	eg_free(tail);
 	p->index = ix;
 	return 0;
 }
@@ -461,8 +461,8 @@ eg_phase_clear(struct eg_phase *p)
 		return;
 	for (i = 0; i < p->nrules; i++)
 		eg_rule_clear(&p->rules[i]);
-	free(p->rules);
-	free(p->name);
+	eg_free(p->rules);
+	eg_free(p->name);
 	index_free(p->index);
 	memset(p, 0, sizeof(*p));
 }

@@ -179,10 +179,10 @@ proxy_alloc(void)
 {
 	struct egress *ex;
 
-	if ((ex = calloc(1, sizeof(*ex))) == NULL)
+	if ((ex = eg_calloc(1, sizeof(*ex))) == NULL)
 		return NULL;
 	if ((ex->metrics = eg_metrics_new()) == NULL) {
-		free(ex);
+		eg_free(ex);
 		return NULL;
 	}
 	pthread_rwlock_init(&ex->lock, NULL);
@@ -249,8 +249,8 @@ proxy_new(const char *path, const char *text, char *errbuf, size_t errlen)
 	struct eg_cfg *cfg;
 
 	if ((ex = proxy_alloc()) == NULL ||
-	    (path != NULL && (ex->cfg_path = strdup(path)) == NULL) ||
-	    (text != NULL && (ex->cfg_text = strdup(text)) == NULL)) {
+	    (path != NULL && (ex->cfg_path = eg_strdup(path)) == NULL) ||
+	    (text != NULL && (ex->cfg_text = eg_strdup(text)) == NULL)) {
 		if (errbuf != NULL && errlen > 0)
 			snprintf(errbuf, errlen, "out of memory");
 		egress_free(ex);
@@ -310,14 +310,14 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 		eg_cfg_unref(cfg);
 		return set_err(ex, "%s", err.msg);
 	}
-	o = realloc(ex->ovr, (ex->novr + 1) * sizeof(*o));
+	o = eg_realloc(ex->ovr, (ex->novr + 1) * sizeof(*o));
 	if (o == NULL) {
 		eg_cfg_unref(cfg);
 		return set_err(ex, "out of memory");
 	}
 	ex->ovr = o;
-	o[ex->novr].key = strdup(key);
-	o[ex->novr].value = strdup(value);
+	o[ex->novr].key = eg_strdup(key);
+	o[ex->novr].value = eg_strdup(value);
 	ex->novr++;
 	eg_cfg_unref(ex->cfg);
 	ex->cfg = cfg;
@@ -472,20 +472,20 @@ egress_free(struct egress *ex)
 	eg_sessions_free(ex);
 	for (i = 0; i < ex->nls; i++)
 		eg_lsock_clear(&ex->ls[i]);
-	free(ex->ls);
+	eg_free(ex->ls);
 	eg_modules_fini(ex);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);
 	for (i = 0; i < ex->novr; i++) {
-		free(ex->ovr[i].key);
-		free(ex->ovr[i].value);
+		eg_free(ex->ovr[i].key);
+		eg_free(ex->ovr[i].value);
 	}
-	free(ex->ovr);
+	eg_free(ex->ovr);
 	eg_clients_free(ex);
 	eg_ownaddr_unref(ex->own);
-	free(ex->cfg_path);
-	free(ex->cfg_text);
+	eg_free(ex->cfg_path);
+	eg_free(ex->cfg_text);
 	/* for tests/integ/failalloc.test: how far the injection got */
 	if (eg_alloc_stats(&nalloc, &failat))
 		eg_log(ex, EGRESS_LOG_INFO, "EGRESS_FAIL_ALLOC=%lu: %lu "
@@ -494,7 +494,7 @@ egress_free(struct egress *ex)
 	pthread_mutex_destroy(&ex->ctl);
 	pthread_mutex_destroy(&ex->climtx);
 	pthread_mutex_destroy(&ex->sesmtx);
-	free(ex);
+	eg_free(ex);
 }
 
 /* --- control: phase switch, reload, reopen --------------------------------- */

@@ -65,7 +65,7 @@ eg_client_acquire(struct egress *ex, const struct sockaddr *sa, unsigned max)
 	for (cl = *head; cl != NULL; cl = cl->next)
 		if (memcmp(cl->key, key, sizeof(key)) == 0)
 			break;
-	if (cl == NULL && (cl = calloc(1, sizeof(*cl))) != NULL) {
+	if (cl == NULL && (cl = eg_calloc(1, sizeof(*cl))) != NULL) {
 		memcpy(cl->key, key, sizeof(key));
 		cl->next = *head;
 		*head = cl;
@@ -92,7 +92,7 @@ eg_client_release(struct egress *ex, const struct sockaddr *sa)
 			break;
 	if (cl != NULL && --cl->n == 0) {
 		*cp = cl->next;
-		free(cl);
+		eg_free(cl);
 	}
 	pthread_mutex_unlock(&ex->climtx);
 }
@@ -106,7 +106,7 @@ eg_clients_free(struct egress *ex)
 	for (i = 0; i < nitems(ex->clients); i++)
 		while ((cl = ex->clients[i]) != NULL) {
 			ex->clients[i] = cl->next;
-			free(cl);
+			eg_free(cl);
 		}
 }
 
@@ -205,13 +205,13 @@ worker_set_listeners(struct eg_worker *w)
 		eg_io_del(w->loop, &w->lio[k].io);
 	/* an event of this batch may still point into it: worker_after()
 	 * frees it (reloads are serialised, so one is pending at most) */
-	free(w->lio_dead);
+	eg_free(w->lio_dead);
 	w->lio_dead = w->lio;
 	w->lio = NULL;
 	w->nlio = 0;
 	if (eg_stopping(ex) || ex->nls == 0)
 		return;
-	if ((w->lio = calloc(ex->nls, sizeof(*w->lio))) == NULL)
+	if ((w->lio = eg_calloc(ex->nls, sizeof(*w->lio))) == NULL)
 		return;
 	for (k = 0; k < ex->nls; k++) {
 		w->lio[k].ls = &ex->ls[k];
@@ -241,7 +241,7 @@ eg_own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
 	struct eg_ownaddr *own;
 	size_t i, n = 0, nifs;
 
-	if ((tcp = calloc(nls + nls2 + 1, sizeof(*tcp))) == NULL)
+	if ((tcp = eg_calloc(nls + nls2 + 1, sizeof(*tcp))) == NULL)
 		return NULL;
 	for (i = 0; i < nls; i++)
 		if (ls[i].kind == EG_LISTEN_TCP)
@@ -259,8 +259,8 @@ eg_own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
 		nifs = 0;
 	}
 	own = eg_ownaddr_new(tcp, n, ifs, nifs);
-	free(tcp);
-	free(ifs);
+	eg_free(tcp);
+	eg_free(ifs);
 	return own;
 }
 
@@ -334,7 +334,7 @@ worker_after(void *arg)
 	}
 	eg_conn_reap(w);
 	eg_dns_reap(w->dns);
-	free(w->lio_dead);
+	eg_free(w->lio_dead);
 	w->lio_dead = NULL;
 	worker_sess_reap(w);
 }
@@ -360,7 +360,7 @@ eg_workers_create(struct egress *ex, struct eg_err *errp)
 		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		n = ncpu > 0 ? (size_t)ncpu : 1;
 	}
-	if ((ex->w = calloc(n, sizeof(*ex->w))) == NULL)
+	if ((ex->w = eg_calloc(n, sizeof(*ex->w))) == NULL)
 		return eg_err_set(errp, ENOMEM, "out of memory");
 	for (i = 0; i < n; i++) {
 		struct eg_worker *w = &ex->w[i];
@@ -408,16 +408,16 @@ eg_workers_free(struct egress *ex)
 			void *b = w->bufpool;
 
 			w->bufpool = *(void **)b;
-			free(b);
+			eg_free(b);
 		}
-		free(w->lio);
-		free(w->lio_dead);
+		eg_free(w->lio);
+		eg_free(w->lio_dead);
 		eg_ownaddr_unref(w->own);
 		if (w->cfg != NULL)
 			eg_cfg_unref(w->cfg);
 		eg_loop_free(w->loop);
 	}
-	free(ex->w);
+	eg_free(ex->w);
 }
 
 /* --- commands on every loop: phase switch, reload ---------------------- */

@@ -30,7 +30,7 @@ eg_sb_strv_add(struct sb_strv *sv, const char *s)
 		return;
 	if (sv->n + 2 > sv->cap) {
 		ncap = sv->cap ? sv->cap * 2 : 16;
-		nv = realloc(sv->v, ncap * sizeof(*nv));
+		nv = eg_realloc(sv->v, ncap * sizeof(*nv));
 		if (nv == NULL) {
 			sv->oom = 1;
 			return;
@@ -38,7 +38,7 @@ eg_sb_strv_add(struct sb_strv *sv, const char *s)
 		sv->v = nv;
 		sv->cap = ncap;
 	}
-	d = strdup(s);
+	d = eg_strdup(s);
 	if (d == NULL) {
 		sv->oom = 1;
 		return;
@@ -55,7 +55,7 @@ eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 
 	la = strlen(a);
 	lb = strlen(b);
-	s = malloc(la + lb + 1);
+	s = eg_malloc(la + lb + 1);
 	if (s == NULL) {
 		sv->oom = 1;
 		return;
@@ -63,7 +63,7 @@ eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 	memcpy(s, a, la);
 	memcpy(s + la, b, lb + 1);
 	eg_sb_strv_add(sv, s);
-	free(s);
+	eg_free(s);
 }
 
 int
@@ -83,8 +83,8 @@ eg_sb_strv_free(struct sb_strv *sv)
 	size_t i;
 
 	for (i = 0; i < sv->n; i++)
-		free(sv->v[i]);
-	free(sv->v);
+		eg_free(sv->v[i]);
+	eg_free(sv->v);
 	sv->v = NULL;
 	sv->n = sv->cap = 0;
 	sv->oom = 0;

@@ -298,7 +298,7 @@ rl_accept(struct rl_loop *l)
 			close(cfd);
 			continue;
 		}
-		c = calloc(1, sizeof(*c));
+		c = eg_calloc(1, sizeof(*c));
 		if (c == NULL) {
 			close(cfd);
 			close(ufd);
@@ -320,7 +320,7 @@ rl_accept(struct rl_loop *l)
 					    cfd, NULL);
 				close(cfd);
 				close(ufd);
-				free(c);
+				eg_free(c);
 				c = NULL;
 				break;
 			}
@@ -344,7 +344,7 @@ rl_reap(struct rl_loop *l)
 		c = *pp;
 		if (c->dead) {
 			*pp = c->next;
-			free(c);
+			eg_free(c);
 			l->nconns--;
 		} else
 			pp = &c->next;

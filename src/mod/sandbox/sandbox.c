@@ -542,7 +542,7 @@ descendants(pid_t root, size_t *np)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
-			na = realloc(all, cap * sizeof(*all));
+			na = eg_realloc(all, cap * sizeof(*all));
 			if (na == NULL)
 				break;
 			all = na;
@@ -552,9 +552,9 @@ descendants(pid_t root, size_t *np)
 		n++;
 	}
 	closedir(d);
-	out = calloc(n + 1, sizeof(*out));
+	out = eg_calloc(n + 1, sizeof(*out));
 	if (out == NULL) {
-		free(all);
+		eg_free(all);
 		return NULL;
 	}
 	/* breadth first: parents before children */
@@ -578,7 +578,7 @@ descendants(pid_t root, size_t *np)
 			}
 		}
 	} while (grew);
-	free(all);
+	eg_free(all);
 	*np = nout;
 	return out;
 }
@@ -623,7 +623,7 @@ kill_tree(pid_t pgid, int sig, int spare_bwrap)
 			continue;
 		(void)kill(pids[i], sig);
 	}
-	free(pids);
+	eg_free(pids);
 }
 
 /* Reap every exited child; note the status of ours. */
@@ -660,7 +660,7 @@ sb_config(void **cfgp, const char *key, const char *value, const char *file,
 
 	(void)file;
 	if (c == NULL) {
-		if ((c = calloc(1, sizeof(*c))) == NULL) {
+		if ((c = eg_calloc(1, sizeof(*c))) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
@@ -695,7 +695,7 @@ sb_config(void **cfgp, const char *key, const char *value, const char *file,
 static void
 sb_config_free(void *cfg)
 {
-	free(cfg);
+	eg_free(cfg);
 }
 
 static int
@@ -704,7 +704,7 @@ sb_init(struct egress *ex, const void *cfg, void **state, char *err,
 {
 	(void)ex;
 	(void)cfg;
-	if ((*state = calloc(1, sizeof(struct run_counts))) == NULL) {
+	if ((*state = eg_calloc(1, sizeof(struct run_counts))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -714,7 +714,7 @@ sb_init(struct egress *ex, const void *cfg, void **state, char *err,
 static void
 sb_fini(void *state)
 {
-	free(state);
+	eg_free(state);
 }
 
 static void
@@ -1353,7 +1353,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		size_t n;
 		pid_t *left = descendants(getpid(), &n);
 
-		free(left);
+		eg_free(left);
 		reap(-1, &e, &e);
 		if (n == 0)
 			break;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
+
 #ifndef nitems
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 #endif

@@ -31,7 +31,7 @@ sbuf_add(struct sbuf *b, const char *s, size_t n)
 		ncap = b->cap ? b->cap : 1024;
 		while (ncap < b->len + n + 1)
 			ncap *= 2;
-		ns = realloc(b->s, ncap);
+		ns = eg_realloc(b->s, ncap);
 		if (ns == NULL) {
 			b->oom = 1;
 			return;
@@ -183,7 +183,7 @@ eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 	sbuf_str(&b, num);
 	sbuf_str(&b, "\"))\n");
 	if (b.oom) {
-		free(b.s);
+		eg_free(b.s);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}

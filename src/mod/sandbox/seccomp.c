@@ -48,7 +48,7 @@ eg_sb_filter_new(char *err, size_t errlen)
 	size_t i;
 	int rc, nr;
 
-	f = calloc(1, sizeof(*f));
+	f = eg_calloc(1, sizeof(*f));
 	if (f == NULL) {
 		snprintf(err, errlen, "seccomp: out of memory");
 		return NULL;
@@ -114,5 +114,5 @@ eg_sb_filter_free(struct sb_filter *f)
 		return;
 	if (f->ctx != NULL)
 		seccomp_release(f->ctx);
-	free(f);
+	eg_free(f);
 }
