@@ -34,6 +34,18 @@
 #include "session.h"
 
 #define JSON_MAX	(16u << 20)	/* largest response we build */
+/*
+ * The answers of the routes that change something (PUT /v1/phase, POST
+ * /v1/reload, POST /v1/sessions, DELETE /v1/sessions/NAME, PUT
+ * /v1/sessions/NAME/phase) are built in ANSWER_MAX bytes on the stack,
+ * never on the heap: once the change is made, its answer cannot fail for
+ * want of memory.  They hold names (phase and session names are plain
+ * ASCII, at most 64 bytes), a socket path under 128 bytes (6 bytes per
+ * byte escaped at worst), an address under 80 bytes and counters.
+ */
+#define ANSWER_MAX	2048
+#define OOM_BODY	"{\"error\":\"out of memory\"}\n"
+#define RELOAD_OOM	"{\"errors\":[\"out of memory\"]}\n"
 
 struct eg_admin {
 	struct egress		*ex;
@@ -144,8 +156,8 @@ reply_json(struct MHD_Connection *con, unsigned status, struct eg_buf *j)
 	eg_buf_add(j, "\n", 1);
 	if (eg_buf_failed(j)) {
 		eg_buf_clear(j);
-		return reply(con, 500, "application/json",
-		    "{\"error\":\"out of memory\"}\n", 26, NULL, NULL);
+		return reply(con, 500, "application/json", OOM_BODY,
+		    sizeof(OOM_BODY) - 1, NULL, NULL);
 	}
 	rc = reply(con, status, "application/json", eg_buf_data(j),
 	    eg_buf_len(j), NULL, NULL);
@@ -164,8 +176,10 @@ reply_err(struct MHD_Connection *con, unsigned status, const char *msg,
 	eg_buf_json_str(&j, msg);
 	eg_buf_str(&j, "}\n");
 	if (eg_buf_failed(&j)) {
+		/* out of memory: the status stands, with a fixed body */
 		eg_buf_clear(&j);
-		return MHD_NO;
+		return reply(con, status, "application/json", OOM_BODY,
+		    sizeof(OOM_BODY) - 1, hname, hval);
 	}
 	rc = reply(con, status, "application/json", eg_buf_data(&j),
 	    eg_buf_len(&j), hname, hval);
@@ -289,11 +303,13 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
-	char msg[600];
+	char msg[600], answer[ANSWER_MAX];
 	const char *why;
-	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	struct eg_buf j;
 	unsigned closed = 0;
 	int rc, e;
+
+	eg_buf_init(&j, answer, sizeof(answer));
 
 	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_CONTENT_TYPE)))
@@ -384,13 +400,16 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	const char *p, *nl;
 	char *msg, phase[EG_PHASE_NAME_MAX + 1], line[1024];
+	char answer[ANSWER_MAX];
 	size_t n, nerr = 0;
 	int rc;
 
 	if (eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
+	/* a reload that fails, for want of memory too, is a 422 (SPEC) */
 	if ((msg = eg_malloc(sizeof(ex->errmsg))) == NULL)
-		return reply_err(con, 500, "out of memory", NULL, NULL);
+		return reply(con, 422, "application/json", RELOAD_OOM,
+		    sizeof(RELOAD_OOM) - 1, NULL, NULL);
 	pthread_mutex_lock(&ad->mtx);
 	rc = egress_reload(ex, "admin");
 	if (rc == -1)
@@ -414,9 +433,15 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 		}
 		eg_buf_str(&j, "]}");
 		eg_free(msg);
+		if (eg_buf_failed(&j)) {
+			eg_buf_clear(&j);
+			return reply(con, 422, "application/json",
+			    RELOAD_OOM, sizeof(RELOAD_OOM) - 1, NULL, NULL);
+		}
 		return reply_json(con, 422, &j);
 	}
 	eg_free(msg);
+	eg_buf_init(&j, answer, sizeof(answer));	/* the 200: no heap */
 	pthread_rwlock_rdlock(&ex->lock);
 	if (ex->cfg->admin == NULL ? ad->conf != NULL : ad->conf == NULL ||
 	    strcmp(ex->cfg->admin, ad->conf) != 0)
@@ -588,10 +613,12 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	struct egress *ex = ad->ex;
 	struct eg_sess_body *b;
 	struct egress_phase_spec ps[EG_SB_PHASES_MAX];
-	char why[256], msg[600], sock[128], addr[80];
-	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	char why[256], msg[600], sock[128], addr[80], answer[ANSWER_MAX];
+	struct eg_buf j;
 	size_t i;
 	int rc, e;
+
+	eg_buf_init(&j, answer, sizeof(answer));
 
 	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_CONTENT_TYPE)))
@@ -654,6 +681,7 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
 	struct eg_session *s;
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	char answer[ANSWER_MAX];
 	const struct eg_phase *p;
 	const char *why, *q;
 	uint64_t since = 0, limit = 100;
@@ -698,6 +726,7 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 		if (rc == -1)
 			return reply_err(con, session_status(e), msg, NULL,
 			    NULL);
+		eg_buf_init(&j, answer, sizeof(answer));	/* no heap */
 		eg_buf_str(&j, "{\"name\":");
 		eg_buf_json_str(&j, name);
 		eg_buf_str(&j, ",\"closed\":");
@@ -746,6 +775,7 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 		if (rc == -1)
 			return reply_err(con, e == ENOENT ? 404 : 500, msg,
 			    NULL, NULL);
+		eg_buf_init(&j, answer, sizeof(answer));	/* no heap */
 		eg_buf_str(&j, "{\"phase\":");
 		eg_buf_json_str(&j, pname);
 		eg_buf_str(&j, ",\"previous\":");
@@ -882,8 +912,12 @@ on_request(void *cls, struct MHD_Connection *con, const char *url,
 
 	(void)version;
 	if (rq == NULL) {
+		/* out of memory: refuse the request, not the connection
+		 * (the client learns that nothing was done) */
 		if ((rq = eg_calloc(1, sizeof(*rq))) == NULL)
-			return MHD_NO;
+			return reply(con, 503, "application/json", OOM_BODY,
+			    sizeof(OOM_BODY) - 1, MHD_HTTP_HEADER_CONNECTION,
+			    "close");
 		*con_cls = rq;
 		return MHD_YES;
 	}

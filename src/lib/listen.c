@@ -203,8 +203,9 @@ eg_listen_all(struct egress *ex, const struct eg_cfg *cfg,
 		ls[i].fd = -1;
 		ls[i].kind = cfg->listen[i].kind;
 		ls[i].sess = &ex->def;
-		ls[i].text = eg_strdup(cfg->listen[i].text);
-		if (cfg->listen[i].kind == EG_LISTEN_TCP)
+		if ((ls[i].text = eg_strdup(cfg->listen[i].text)) == NULL)
+			rc = eg_err_set(err, ENOMEM, "out of memory");
+		else if (cfg->listen[i].kind == EG_LISTEN_TCP)
 			rc = bind_tcp(&ls[i], &cfg->listen[i], err);
 		else
 			rc = bind_unix(&ls[i], cfg->listen[i].text,
@@ -255,7 +256,10 @@ eg_listen_rebind(struct egress *ex, const struct eg_cfg *cfg,
 		nls[nn].fd = -1;
 		nls[nn].kind = cfg->listen[j].kind;
 		nls[nn].sess = &ex->def;
-		nls[nn].text = eg_strdup(cfg->listen[j].text);
+		if ((nls[nn].text = eg_strdup(cfg->listen[j].text)) == NULL) {
+			eg_listen_drop(nls, nn);
+			return eg_err_set(err, ENOMEM, "out of memory");
+		}
 		if ((cfg->listen[j].kind == EG_LISTEN_TCP ?
 		    bind_tcp(&nls[nn], &cfg->listen[j], err) :
 		    bind_unix(&nls[nn], cfg->listen[j].text,

@@ -625,6 +625,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_lsock *nls = NULL, *ols;
 	struct eg_ownaddr *own, *both;
 	struct eg_err err;
+	int prep;
 	size_t nn = 0, onls;
 	const char *from;
 
@@ -678,15 +679,19 @@ egress_reload(struct egress *ex, const char *by)
 	/* own addresses: old and new listeners while both may accept */
 	own = eg_own_build(ex, nls, nn, NULL, 0);
 	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls);
-	if (own == NULL || both == NULL ||
+	/* and the workers' listener arrays: taking them up cannot fail */
+	prep = own != NULL && both != NULL && eg_workers_prepare(ex, nn) == 0;
+	if (!prep ||
 	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
 		eg_sessions_reload_abort(ex);
+		if (prep)
+			eg_workers_unprepare(ex);
 		eg_listen_drop(nls, nn);
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
-		if (own == NULL || both == NULL) {
+		if (!prep) {
 			eg_ownaddr_unref(own);
 			eg_ownaddr_unref(both);
 			return set_err(ex, "out of memory");

@@ -140,6 +140,8 @@ struct eg_worker {
 	struct eg_lio		*slio;		/* sessions' listeners */
 	struct eg_session	*sdead;		/* released after the batch
 						   (linked by dnext[idx]) */
+	struct eg_lio		*lio_next;	/* a reload's, allocated
+						   before its swap */
 	struct eg_timer		 accept_pause;
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */

@@ -195,12 +195,15 @@ worker_resume(void *arg)
 }
 
 /* (Re)build the worker's listener interest from ex->ls (loop thread). */
-static void
+static int
 worker_set_listeners(struct eg_worker *w)
 {
 	struct egress *ex = w->ex;
+	struct eg_lio *next;
 	size_t k;
 
+	next = w->lio_next;
+	w->lio_next = NULL;
 	for (k = 0; k < w->nlio; k++)
 		eg_io_del(w->loop, &w->lio[k].io);
 	/* an event of this batch may still point into it: worker_after()
@@ -209,10 +212,13 @@ worker_set_listeners(struct eg_worker *w)
 	w->lio_dead = w->lio;
 	w->lio = NULL;
 	w->nlio = 0;
-	if (eg_stopping(ex) || ex->nls == 0)
-		return;
-	if ((w->lio = eg_calloc(ex->nls, sizeof(*w->lio))) == NULL)
-		return;
+	if (eg_stopping(ex) || ex->nls == 0) {
+		eg_free(next);
+		return 0;
+	}
+	if (next == NULL && (next = eg_calloc(ex->nls, sizeof(*next))) == NULL)
+		return -1;
+	w->lio = next;
 	for (k = 0; k < ex->nls; k++) {
 		w->lio[k].ls = &ex->ls[k];
 		w->lio[k].w = w;
@@ -222,6 +228,7 @@ worker_set_listeners(struct eg_worker *w)
 	w->nlio = ex->nls;
 	if (!w->paused)
 		worker_listen(w);
+	return 0;
 }
 
 /* --- own addresses (loop protection) ------------------------------------ */
@@ -378,7 +385,10 @@ eg_workers_create(struct egress *ex, struct eg_err *errp)
 		eg_cfg_ref(w->cfg);
 		eg_timer_init(&w->accept_pause, worker_resume, w);
 		eg_loop_set_after(w->loop, worker_after, w);
-		worker_set_listeners(w);
+		if (worker_set_listeners(w) == -1) {
+			ex->nw = i + 1;
+			return eg_err_set(errp, ENOMEM, "out of memory");
+		}
 	}
 	ex->nw = n;
 	return 0;
@@ -412,6 +422,7 @@ eg_workers_free(struct egress *ex)
 		}
 		eg_free(w->lio);
 		eg_free(w->lio_dead);
+		eg_free(w->lio_next);
 		eg_ownaddr_unref(w->own);
 		if (w->cfg != NULL)
 			eg_cfg_unref(w->cfg);
@@ -465,7 +476,7 @@ eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
 static void
 relisten_cmd(void *arg)
 {
-	worker_set_listeners(arg);
+	(void)worker_set_listeners(arg);	/* prepared: cannot fail */
 }
 
 /* The new snapshot for new connections, and its DNS servers.  Reads
@@ -485,6 +496,32 @@ cfg_cmd(void *arg)
 	if (eg_dns_configure(&w->dns, w->ex->cfg->dns_servers,
 	    w->ex->cfg->dns_timeout_ms, w->ex->cfg->dns_tries, &err) == -1)
 		eg_log(w->ex, EGRESS_LOG_WARN, "%s", err.msg);
+}
+
+int
+eg_workers_prepare(struct egress *ex, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nw && n > 0; i++) {
+		if ((ex->w[i].lio_next = eg_calloc(n,
+		    sizeof(*ex->w[i].lio_next))) == NULL) {
+			eg_workers_unprepare(ex);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+eg_workers_unprepare(struct egress *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		eg_free(ex->w[i].lio_next);
+		ex->w[i].lio_next = NULL;
+	}
 }
 
 /* After a reload's swap: every worker takes the new listeners, snapshot

@@ -49,6 +49,13 @@ unsigned eg_workers_close_forbidden(struct egress *, struct eg_session *,
  */
 unsigned eg_workers_session(struct egress *, struct eg_session *s, int on);
 
+/*
+ * Before a reload's swap: each worker's array for n listeners (so that
+ * taking them up cannot fail).  -1 (nothing allocated) out of memory.
+ */
+int	eg_workers_prepare(struct egress *, size_t n);
+/* A failed reload: drop what eg_workers_prepare() allocated. */
+void	eg_workers_unprepare(struct egress *);
 /* On every loop: take up the new ex->ls and DNS servers (a reload). */
 void	eg_workers_reconfigure(struct egress *);
 
