@@ -405,21 +405,29 @@ egress_run_thread(struct egress *ex)
 
 	if (!ex->started)
 		return set_err(ex, "egress_start() first");
-	if (ex->running)
+	if (eg_running(ex))
 		return set_err(ex, "already running");
-	/* from now on control calls go through the loops' command queues
-	 * (they wait until each loop thread is up) */
-	ex->running = 1;
+	/*
+	 * From now on control calls go through the loops' command queues
+	 * (they wait until each loop thread is up).  ctl is held while the
+	 * threads start: the admin API is already up, and a control call
+	 * either runs wholly before (on its own thread, no loop running) or
+	 * wholly after.
+	 */
+	pthread_mutex_lock(&ex->ctl);
+	__atomic_store_n(&ex->running, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < ex->nw; i++) {
 		rc = pthread_create(&ex->w[i].thr, NULL, eg_worker_main,
 		    &ex->w[i]);
 		if (rc != 0) {
+			pthread_mutex_unlock(&ex->ctl);
 			__atomic_store_n(&ex->stopping, 1, __ATOMIC_RELEASE);
 			egress_join(ex);
 			return set_err(ex, "pthread_create: %s", strerror(rc));
 		}
 		ex->w[i].thr_started = 1;
 	}
+	pthread_mutex_unlock(&ex->ctl);
 	/* the ttl reaper; without it sessions only lack their ttl */
 	if (eg_sessions_run(ex) == -1)
 		eg_log(ex, EGRESS_LOG_WARN, "%s", ex->errmsg);
@@ -439,7 +447,7 @@ egress_join(struct egress *ex)
 			ex->w[i].thr_started = 0;
 		}
 	eg_sessions_join(ex);
-	ex->running = 0;
+	__atomic_store_n(&ex->running, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -464,7 +472,7 @@ egress_free(struct egress *ex)
 	if (ex == NULL)
 		return;
 	eg_admin_stop(ex);
-	if (ex->running) {
+	if (eg_running(ex)) {
 		egress_stop(ex);
 		egress_join(ex);
 	}
@@ -530,7 +538,7 @@ emit_phase(struct egress *ex, const char *from, const char *by,
 {
 	struct phase_ev pe = { ex, from, by, closed };
 
-	if (!ex->running || ex->nw == 0 ||
+	if (!eg_running(ex) || ex->nw == 0 ||
 	    eg_loop_call(ex->w[0].loop, phase_cmd, &pe) == -1)
 		phase_cmd(&pe);
 }

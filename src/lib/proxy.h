@@ -208,7 +208,7 @@ struct egress {
 	struct eg_client	*clients[1024];
 
 	int			 started;
-	int			 running;
+	int			 running;	/* atomic: eg_running() */
 	int			 stopping;	/* atomic: eg_stopping() */
 	int64_t			 started_ms;
 
@@ -221,6 +221,9 @@ struct egress {
 	const struct eg_module	*mod_live[EG_MODULES_MAX];
 	void			*mod_state[EG_MODULES_MAX];
 };
+
+/* Are the loop threads running (control calls go through their queues)? */
+#define eg_running(ex)	__atomic_load_n(&(ex)->running, __ATOMIC_ACQUIRE)
 
 /* Has egress_stop() been called?  Read from any thread. */
 #define eg_stopping(ex)	__atomic_load_n(&(ex)->stopping, __ATOMIC_ACQUIRE)

@@ -233,7 +233,7 @@ emit_on_loop(struct egress *ex, struct eg_event *ev)
 {
 	struct emit_cmd c = { ex, ev };
 
-	if (!ex->running || ex->nw == 0 ||
+	if (!eg_running(ex) || ex->nw == 0 ||
 	    eg_loop_call(ex->w[0].loop, emit_cmd, &c) == -1)
 		emit_cmd(&c);
 }

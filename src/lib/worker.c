@@ -300,7 +300,7 @@ eg_own_publish(struct egress *ex, struct eg_ownaddr *own)
 	for (i = 0; i < ex->nw; i++) {
 		s.w = &ex->w[i];
 		s.own = own;
-		if (ex->running)
+		if (eg_running(ex))
 			eg_loop_call(ex->w[i].loop, own_cmd, &s);
 		else
 			own_cmd(&s);
@@ -464,7 +464,7 @@ eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
 		r.sess = sess;
 		r.why = why;
 		r.closed = 0;
-		if (ex->running)
+		if (eg_running(ex))
 			eg_loop_call(ex->w[i].loop, recheck_cmd, &r);
 		else
 			recheck_cmd(&r);
@@ -532,7 +532,7 @@ eg_workers_reconfigure(struct egress *ex)
 	size_t i;
 
 	for (i = 0; i < ex->nw; i++) {
-		if (ex->running) {
+		if (eg_running(ex)) {
 			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
 			eg_loop_call(ex->w[i].loop, cfg_cmd, &ex->w[i]);
 		} else {
@@ -602,7 +602,7 @@ eg_workers_session(struct egress *ex, struct eg_session *s, int on)
 		c.s = s;
 		c.on = on;
 		c.closed = 0;
-		if (!ex->running)
+		if (!eg_running(ex))
 			sess_cmd(&c);
 		else if (eg_loop_call(ex->w[i].loop, sess_cmd, &c) == -1)
 			continue;	/* that loop has ended */
