@@ -298,6 +298,18 @@ is_json_type(const char *ct)
 	return *ct == '\0' || *ct == ';' || *ct == ' ' || *ct == '\t';
 }
 
+/* Why a request's JSON body cannot be read (400), or NULL. */
+static const char *
+json_body_refusal(struct MHD_Connection *con, const struct req *rq)
+{
+	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return "Content-Type must be application/json";
+	if (rq->too_big)
+		return "request body over 4096 bytes";
+	return NULL;
+}
+
 static enum MHD_Result
 put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 {
@@ -311,13 +323,8 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 
 	eg_buf_init(&j, answer, sizeof(answer));
 
-	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return reply_err(con, 400, "Content-Type must be "
-		    "application/json", NULL, NULL);
-	if (rq->too_big)
-		return reply_err(con, 400, "request body over 4096 bytes",
-		    NULL, NULL);
+	if ((why = json_body_refusal(con, rq)) != NULL)
+		return reply_err(con, 400, why, NULL, NULL);
 	if (eg_admin_parse_phase(rq->body, rq->len, name, sizeof(name),
 	    &why) == -1)
 		return reply_err(con, 400, why, NULL, NULL);
@@ -615,18 +622,14 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	struct egress_phase_spec ps[EG_SB_PHASES_MAX];
 	char why[256], msg[600], sock[128], addr[80], answer[ANSWER_MAX];
 	struct eg_buf j;
+	const char *bad;
 	size_t i;
 	int rc, e;
 
 	eg_buf_init(&j, answer, sizeof(answer));
 
-	if (!is_json_type(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return reply_err(con, 400, "Content-Type must be "
-		    "application/json", NULL, NULL);
-	if (rq->too_big)
-		return reply_err(con, 400, "request body over 4096 bytes",
-		    NULL, NULL);
+	if ((bad = json_body_refusal(con, rq)) != NULL)
+		return reply_err(con, 400, bad, NULL, NULL);
 	if ((b = eg_malloc(sizeof(*b))) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
 	if (eg_sess_body_parse(rq->body, rq->len, b, why, sizeof(why)) ==
@@ -753,13 +756,8 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 	}
 	if (strcmp(sub, "phase") == 0 && m == M_PUT) {
 		eg_session_unref(s);
-		if (!is_json_type(MHD_lookup_connection_value(con,
-		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-			return reply_err(con, 400, "Content-Type must be "
-			    "application/json", NULL, NULL);
-		if (rq->too_big)
-			return reply_err(con, 400, "request body over 4096 "
-			    "bytes", NULL, NULL);
+		if ((why = json_body_refusal(con, rq)) != NULL)
+			return reply_err(con, 400, why, NULL, NULL);
 		if (eg_admin_parse_phase(rq->body, rq->len, pname,
 		    sizeof(pname), &why) == -1)
 			return reply_err(con, 400, why, NULL, NULL);

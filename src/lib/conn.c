@@ -224,7 +224,7 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 	ev->id = c->id;
 	ev->client = c->client;
 	ev->method = c->method;
-	ev->session = c->sess->is_default ? NULL : c->sess->name;
+	ev->sess = c->sess;
 	if (c->t.host.len > 0) {
 		ev->host = c->t.host.name;
 		ev->port = c->t.port;

@@ -124,7 +124,8 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->host = e->host;
 	ev->port = e->port;
 	ev->phase = e->phase != NULL ? e->phase->name : NULL;
-	ev->session = e->session;
+	ev->session = e->sess != NULL && !e->sess->is_default ?
+	    e->sess->name : NULL;
 	ev->client = e->client;
 	ev->method = e->method;
 	ev->addr = e->addr;
@@ -154,7 +155,7 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 
 	emit_public(e, &ev);
 	/* counted against its session, kept in its ring */
-	rc = eg_audit_emit_ring(ex->audit, &ev, eg_session_event(ex, &ev),
+	rc = eg_audit_emit_ring(ex->audit, &ev, eg_session_event(ex, e),
 	    &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)

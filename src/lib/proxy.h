@@ -56,7 +56,6 @@ enum eg_end {
 };
 extern const char *const eg_end_name[];
 
-#define EG_SESSION_MAGIC	0x53455353u
 
 struct eg_ring;
 
@@ -69,8 +68,6 @@ struct eg_ring;
  * its listeners another (session.c).
  */
 struct eg_session {
-	uint32_t		 magic;	/* EG_SESSION_MAGIC: eg_emit() finds
-					   the session from ev->session */
 	char			 name[EG_SESSION_NAME_MAX + 1];
 	int			 is_default;
 	/* Guarded by egress.lock: the phase, in ex->cfg or in phases. */
@@ -272,7 +269,7 @@ struct eg_event {
 	const char		*host;		/* normalised (escaped) */
 	uint16_t		 port;
 	const struct eg_phase	*phase;		/* PHASE: the new phase */
-	const char		*session;	/* NULL: session "default" */
+	struct eg_session	*sess;		/* NULL: session "default" */
 	const char		*client;
 	const char		*method;
 	const char		*addr;		/* ALLOW: upstream address */
@@ -299,6 +296,5 @@ int	eg_client_acquire(struct egress *, const struct sockaddr *,
 void	eg_client_release(struct egress *, const struct sockaddr *);
 
 /* session.c (session.h has the rest) */
-struct eg_session *eg_session_from_name(const char *ev_session);
 
 #endif

@@ -101,27 +101,11 @@ eg_session_detach(struct eg_session *s)
 		    __ATOMIC_RELAXED);
 }
 
-/* ev->session is always a session's own name (conn.c, here). */
-struct eg_session *
-eg_session_from_name(const char *name)
-{
-	struct eg_session *s;
-
-	if (name == NULL)
-		return NULL;
-	s = (struct eg_session *)(void *)(uintptr_t)(name -
-	    offsetof(struct eg_session, name));
-	return s->magic == EG_SESSION_MAGIC ? s : NULL;
-}
-
 struct eg_ring *
-eg_session_event(struct egress *ex, const struct egress_event *ev)
+eg_session_event(struct egress *ex, const struct eg_event *ev)
 {
-	struct eg_session *s;
+	struct eg_session *s = ev->sess != NULL ? ev->sess : &ex->def;
 
-	s = ev->session != NULL ? eg_session_from_name(ev->session) : &ex->def;
-	if (s == NULL)
-		return NULL;
 	switch (ev->type) {
 	case EGRESS_EV_ALLOW:
 		__atomic_add_fetch(&s->allowed, 1, __ATOMIC_RELAXED);
@@ -246,7 +230,7 @@ emit_session(struct egress *ex, struct eg_session *s, const char *action,
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_SESSION;
-	ev.session = s->name;
+	ev.sess = s;
 	ev.action = action;
 	ev.phase = phase;
 	ev.closed = closed;
@@ -416,7 +400,6 @@ sess_alloc(struct egress *ex, const char *name)
 
 	if ((s = eg_calloc(1, sizeof(*s))) == NULL)
 		return NULL;
-	s->magic = EG_SESSION_MAGIC;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->refs = 1;		/* the registry's */
 	s->nw = ex->nw;
@@ -598,7 +581,7 @@ emit_phase(struct egress *ex, struct eg_session *s, const char *from,
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EGRESS_EV_PHASE;
 	ev.phase = s->phase;		/* stable: under ctl */
-	ev.session = s->name;
+	ev.sess = s;
 	ev.from = from;
 	ev.by = by;
 	ev.closed = closed;
@@ -922,7 +905,6 @@ eg_sessions_start(struct egress *ex)
 	struct eg_session *s;
 	size_t i;
 
-	ex->def.magic = EG_SESSION_MAGIC;
 	ex->def.nw = ex->nw;
 	ex->def.created_ms = ex->def.idle_since_ms = eg_wall_ms();
 	ex->def.wconns = eg_calloc(ex->nw ? ex->nw : 1,

@@ -35,9 +35,9 @@ void	eg_sessions_join(struct egress *ex);
 void	eg_sessions_free(struct egress *ex);
 
 /* Count an event against its session and pick the ring it goes to (NULL:
- * the default ring).  ev->session NULL is the default session. */
+ * the default ring).  ev->sess NULL is the default session. */
 struct eg_ring *eg_session_event(struct egress *ex,
-	    const struct egress_event *ev);
+	    const struct eg_event *ev);
 
 /*
  * Reload (under ex->ctl): check that every session that uses the
