@@ -25,6 +25,7 @@
 #include <mbedtls/sha256.h>
 #include <mbedtls/version.h>
 
+#include "alloc.h"
 #include "fsutil.h"
 
 int rp_open_beneath_no_openat2;
@@ -130,20 +131,25 @@ fail:
 int
 rp_write_json(int dirfd, const char *name, const json_t *v)
 {
+	const size_t flags = JSON_COMPACT | JSON_SORT_KEYS;
 	char *s;
+	size_t n;
 	int rc, e;
 
-	if (v == NULL) {
+	if (v == NULL || (n = json_dumpb(v, NULL, 0, flags)) == 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	if ((s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS)) == NULL) {
-		errno = ENOMEM;
+	if ((s = eg_malloc(n)) == NULL)
+		return -1;
+	if (json_dumpb(v, s, n, flags) != n) {
+		eg_free(s);
+		errno = EINVAL;
 		return -1;
 	}
-	rc = rp_write_atomic(dirfd, name, s, strlen(s), 0644);
+	rc = rp_write_atomic(dirfd, name, s, n, 0644);
 	e = errno;
-	free(s);
+	eg_free(s);
 	errno = e;
 	return rc;
 }
