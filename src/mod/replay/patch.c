@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,27 @@ why_set(char *why, size_t len, const char *fmt, const char *a, const char *b)
 {
 	if (why != NULL && len > 0)
 		snprintf(why, len, fmt, a, b);
+}
+
+/* snprintf for paths: -1 (ENAMETOOLONG) when it does not fit. */
+static int
+pathf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+pathf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
 }
 
 /* Read at most cap - 1 bytes of path (dirfd-relative), NUL-terminated,
@@ -155,7 +177,7 @@ find_top(const char *dir, char *top, char *gitdir, char *common)
 	if (realpath(dir, cur) == NULL)
 		return -1;
 	for (;;) {
-		snprintf(buf, sizeof(buf), "%s/.git", strcmp(cur, "/") == 0 ?
+		pathf(buf, sizeof(buf), "%s/.git", strcmp(cur, "/") == 0 ?
 		    "" : cur);
 		if (lstat(buf, &st) == 0 && (S_ISDIR(st.st_mode) ||
 		    S_ISREG(st.st_mode)))
@@ -177,9 +199,9 @@ find_top(const char *dir, char *top, char *gitdir, char *common)
 		if (read_small(AT_FDCWD, buf, tmp, sizeof(tmp)) < 8 ||
 		    strncmp(tmp, "gitdir: ", 8) != 0)
 			return -1;
-		if ((tmp[8] == '/' ? snprintf(buf, sizeof(buf), "%s",
-		    tmp + 8) : snprintf(buf, sizeof(buf), "%s/%s", cur,
-		    tmp + 8)) >= (int)sizeof(buf) ||
+		if ((tmp[8] == '/' ? pathf(buf, sizeof(buf), "%s",
+		    tmp + 8) : pathf(buf, sizeof(buf), "%s/%s", cur,
+		    tmp + 8)) < 0 ||
 		    realpath(buf, gitdir) == NULL)
 			return -1;
 	}
@@ -190,9 +212,9 @@ find_top(const char *dir, char *top, char *gitdir, char *common)
 		return -1;
 	}
 	if (read_small(dfd, "commondir", tmp, sizeof(tmp)) > 0) {
-		if ((tmp[0] == '/' ? snprintf(buf, sizeof(buf), "%s", tmp) :
-		    snprintf(buf, sizeof(buf), "%s/%s", gitdir, tmp)) >=
-		    (int)sizeof(buf) || realpath(buf, common) == NULL) {
+		if ((tmp[0] == '/' ? pathf(buf, sizeof(buf), "%s", tmp) :
+		    pathf(buf, sizeof(buf), "%s/%s", gitdir, tmp)) < 0 ||
+		    realpath(buf, common) == NULL) {
 			close(dfd);
 			return -1;
 		}
@@ -229,14 +251,16 @@ resolve_head(const char *gitdir, const char *common, char oid[65])
 		}
 		if (strncmp(val, "ref: ", 5) != 0)
 			goto out;
-		snprintf(ref, sizeof(ref), "%s", val + 5);
+		if (pathf(ref, sizeof(ref), "%s", val + 5) < 0)
+			goto out;
 		if (strncmp(ref, "refs/", 5) != 0 || strstr(ref, "..") != NULL)
 			goto out;
 		if (read_small(gfd, ref, val, sizeof(val)) >= 0 ||
 		    read_small(cfd, ref, val, sizeof(val)) >= 0)
 			continue;
 		/* packed-refs: "OID NAME" lines */
-		snprintf(line, sizeof(line), "%s/packed-refs", common);
+		if (pathf(line, sizeof(line), "%s/packed-refs", common) < 0)
+			goto out;
 		if ((fp = fopen(line, "re")) == NULL)
 			goto out;
 		while (fgets(line, sizeof(line), fp) != NULL) {
@@ -266,7 +290,7 @@ static void
 add_env(char **envp, size_t *n, char *slot, size_t len, const char *k,
     const char *v)
 {
-	if (snprintf(slot, len, "%s=%s", k, v) >= (int)len)
+	if (pathf(slot, len, "%s=%s", k, v) < 0)
 		slot[0] = '\0';	/* cannot happen: slots hold PATH_MAX */
 	envp[(*n)++] = slot;
 }
@@ -358,16 +382,16 @@ run_git(const struct gitctx *g, const char *index, const char *const *sub,
 	argv[na] = NULL;
 
 	add_env(envp, &ne, e->path, sizeof(e->path), "PATH", "/usr/bin:/bin");
-	snprintf(e->tmp, sizeof(e->tmp), "%s/home", g->pdir);
+	pathf(e->tmp, sizeof(e->tmp), "%s/home", g->pdir);
 	add_env(envp, &ne, e->home, sizeof(e->home), "HOME", e->tmp);
-	snprintf(e->tmp, sizeof(e->tmp), "%s/home/.config", g->pdir);
+	pathf(e->tmp, sizeof(e->tmp), "%s/home/.config", g->pdir);
 	add_env(envp, &ne, e->xdg, sizeof(e->xdg), "XDG_CONFIG_HOME", e->tmp);
-	snprintf(e->tmp, sizeof(e->tmp), "%s/git", g->pdir);
+	pathf(e->tmp, sizeof(e->tmp), "%s/git", g->pdir);
 	add_env(envp, &ne, e->dir, sizeof(e->dir), "GIT_DIR", e->tmp);
 	add_env(envp, &ne, e->wt, sizeof(e->wt), "GIT_WORK_TREE", g->top);
-	snprintf(e->tmp, sizeof(e->tmp), "%s/git/%s", g->pdir, index);
+	pathf(e->tmp, sizeof(e->tmp), "%s/git/%s", g->pdir, index);
 	add_env(envp, &ne, e->idx, sizeof(e->idx), "GIT_INDEX_FILE", e->tmp);
-	snprintf(e->tmp, sizeof(e->tmp), "%s/git/objects", g->pdir);
+	pathf(e->tmp, sizeof(e->tmp), "%s/git/objects", g->pdir);
 	add_env(envp, &ne, e->obj, sizeof(e->obj), "GIT_OBJECT_DIRECTORY",
 	    e->tmp);
 	if (g->alt[0] != '\0') {
@@ -597,7 +621,8 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 	    "* -text -filter -ident -working-tree-encoding !eol !diff\n") < 0)
 		goto fail;
 	/* info/exclude: the repository's, then the record directory */
-	snprintf(ppath, sizeof(ppath), "%s/info/exclude", common);
+	if (pathf(ppath, sizeof(ppath), "%s/info/exclude", common) < 0)
+		goto fail;
 	{
 		char *ex = eg_malloc(EXCLUDE_MAX + 1);
 
@@ -611,7 +636,8 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 		}
 	}
 	/* pdir is PRIV/patch: PRIV and its parent (the record directory) */
-	snprintf(privp, sizeof(privp), "%s", g->pdir);
+	if (pathf(privp, sizeof(privp), "%s", g->pdir) < 0)
+		goto fail;
 	if (strrchr(privp, '/') != NULL && strrchr(privp, '/') != privp) {
 		*strrchr(privp, '/') = '\0';
 		exclude_line(&b, g->top, privp);
@@ -710,7 +736,10 @@ rp_patch_begin(const char *workdir, int privfd, char *err, size_t errlen)
 		rc = state_unavailable(g->pfd, "git not found");
 		goto done;
 	}
-	snprintf(g->alt, sizeof(g->alt), "%s/objects", common);
+	if (pathf(g->alt, sizeof(g->alt), "%s/objects", common) < 0) {
+		rc = state_unavailable(g->pfd, "repository path too long");
+		goto done;
+	}
 	found = resolve_head(gitdir, common, head) == 0;
 	if (setup_gitdir(g, common, found && strlen(head) == 64, why,
 	    sizeof(why)) < 0 || snapshot(g, "index.base", found ? head : NULL,
