@@ -515,6 +515,14 @@ patch_test(void)
 	    "&& printf 'bin\\000ARY' > b.bin && echo changed > ign-tracked",
 	    e.work);
 	plant(e.work, mk, 1);
+	/* and an embedded repository with its own hostile config */
+	sh("cd '%s' && mkdir nested && cd nested && git init -q . && "
+	    "echo x > x && git add x && git -c user.name=t "
+	    "-c user.email=t@example.test commit -qm x && "
+	    "git config core.fsmonitor 'touch %s/MARK10' && "
+	    "git config core.hooksPath /nonexistent && "
+	    "git config filter.x.clean 'touch %s/MARK11' && "
+	    "echo '* filter=x' > .gitattributes", e.work, mk, mk);
 	is_int(capture(&e, words, 1, 1 << 20, err, sizeof(err)), 0,
 	    "capture with patch (%s)", err);
 	unsetenv("GIT_CONFIG_PARAMETERS");
@@ -533,6 +541,8 @@ patch_test(void)
 	ok(strstr(pt, "+changed") != NULL, "tracked-but-ignored file kept");
 	ok(strstr(pt, "ignored.txt") == NULL, "ignored file left out");
 	ok(strstr(pt, "records/") == NULL, "record directory left out");
+	ok(strstr(pt, "Subproject commit") != NULL,
+	    "embedded repository as a gitlink");
 	ok(strstr(pt, ".gitattributes") != NULL,
 	    ".gitattributes change shown, not obeyed");
 	free(pt);

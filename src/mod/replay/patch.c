@@ -499,63 +499,16 @@ write_tree(const struct gitctx *g, const char *index, char oid[65],
 	return rc;
 }
 
-/* Copy priv/patch/git/FROM to git/TO (temp, rename): the capture index
- * starts from the baseline's, stat data included, so git add rehashes
- * only what changed. */
-static int
-copy_index(const struct gitctx *g, const char *from, const char *to)
-{
-	char tmp[64], buf[65536];
-	ssize_t n;
-	int in, out, e;
-
-	if (pathf(tmp, sizeof(tmp), "git/%s.tmp", to) < 0)
-		return -1;
-	if (pathf(buf, sizeof(buf), "git/%s", from) < 0 ||
-	    (in = rp_open_beneath(g->pfd, buf, O_RDONLY)) < 0)
-		return -1;
-	unlinkat(g->pfd, tmp, 0);
-	if ((out = openat(g->pfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-		e = errno;
-		close(in);
-		errno = e;
-		return -1;
-	}
-	for (;;) {
-		n = read(in, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || write(out, buf, (size_t)n) != n)
-			break;
-	}
-	e = errno;
-	close(in);
-	if (n != 0 || close(out) < 0) {
-		if (n != 0)
-			close(out);
-		unlinkat(g->pfd, tmp, 0);
-		errno = n != 0 ? (e != 0 ? e : EIO) : errno;
-		return -1;
-	}
-	if (pathf(buf, sizeof(buf), "git/%s", to) < 0 ||
-	    renameat(g->pfd, tmp, g->pfd, buf) < 0) {
-		e = errno;
-		unlinkat(g->pfd, tmp, 0);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
 /*
- * The tree of the work tree into oid, in the private index "index":
- * from base (a commit or tree read with read-tree; NULL: empty), or,
- * with from_index, from a copy of that index.
+ * The tree of the work tree into oid, in the private index "index",
+ * starting from base (a commit or tree; NULL: empty).  The index starts
+ * without stat data, so every file is hashed again: a copy of the
+ * baseline's index would make git trust sizes and times the step could
+ * arrange (and lose the racy-git check with the copy's new mtime).
  */
 static int
 snapshot(const struct gitctx *g, const char *index, const char *base,
-    const char *from_index, char oid[65], char *why, size_t whylen)
+    char oid[65], char *why, size_t whylen)
 {
 	const char *rt[] = { "read-tree", base != NULL ? base : "--empty",
 		NULL };
@@ -568,15 +521,8 @@ snapshot(const struct gitctx *g, const char *index, const char *base,
 		why_set(why, whylen, "index lock: %s%s", strerror(errno), "");
 		return -1;
 	}
-	if (from_index != NULL) {
-		if (copy_index(g, from_index, index) < 0) {
-			why_set(why, whylen, "private index: %s%s",
-			    strerror(errno), "");
-			return -1;
-		}
-	} else if (run_git(g, index, rt, -1, why, whylen) < 0)
-		return -1;
-	if (run_git(g, index, add, -1, why, whylen) < 0 ||
+	if (run_git(g, index, rt, -1, why, whylen) < 0 ||
+	    run_git(g, index, add, -1, why, whylen) < 0 ||
 	    write_tree(g, index, oid, why, whylen) < 0)
 		return -1;
 	return 0;
@@ -805,7 +751,7 @@ rp_patch_begin(const char *workdir, int privfd, char *err, size_t errlen)
 	found = resolve_head(gitdir, common, head) == 0;
 	if (setup_gitdir(g, common, found && strlen(head) == 64, why,
 	    sizeof(why)) < 0 || snapshot(g, "index.base", found ? head : NULL,
-	    NULL, tree, why, sizeof(why)) < 0) {
+	    tree, why, sizeof(why)) < 0) {
 		rc = state_unavailable(g->pfd, why);
 		goto done;
 	}
@@ -878,8 +824,7 @@ rp_patch_make(int privfd, int out, int scan, char *why, size_t whylen)
 		why_set(why, whylen, "patch: bad state.json%s%s", "", "");
 		goto out;
 	}
-	if (snapshot(g, "index.cap", base, "index.base", cur, why,
-	    whylen) < 0) {
+	if (snapshot(g, "index.cap", base, cur, why, whylen) < 0) {
 		rc = 1;
 		goto out;
 	}
