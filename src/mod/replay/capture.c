@@ -230,14 +230,22 @@ dest_dir(int stepfd, const char *w, const char **base)
 	const char *p, *q;
 	int cur, next;
 
-	if (mkdirat(stepfd, "files", 0755) < 0 && errno != EEXIST)
+	/* a directory made here is fsynced into its parent, so that the
+	 * manifest never outlives the entries of what it lists */
+	if (mkdirat(stepfd, "files", 0755) == 0) {
+		if (fsync(stepfd) < 0)
+			return -1;
+	} else if (errno != EEXIST)
 		return -1;
 	if ((cur = rp_open_beneath(stepfd, "files", O_RDONLY | O_DIRECTORY)) < 0)
 		return -1;
 	for (p = w; (q = strchr(p, '/')) != NULL; p = q + 1) {
+		int made;
+
 		memcpy(comp, p, (size_t)(q - p));
 		comp[q - p] = '\0';
-		if ((mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) ||
+		made = mkdirat(cur, comp, 0755) == 0;
+		if ((!made && errno != EEXIST) || (made && fsync(cur) < 0) ||
 		    (next = rp_open_beneath(cur, comp,
 		    O_RDONLY | O_DIRECTORY)) < 0) {
 			int e = errno;
