@@ -316,6 +316,19 @@ capture_file(struct cap *k, int wfd, const char *w)
 	close(in);
 }
 
+/* A message (git's) holding a secret value is not written as it is. */
+static int
+holds_secret(const struct rp_capture *c, const char *msg)
+{
+	size_t i, len = strlen(msg);
+
+	for (i = 0; i < c->nsecrets; i++)
+		if (c->secrets[i].len >= RP_REDACT_MIN &&
+		    memmem(msg, len, c->secrets[i].val, c->secrets[i].len) != NULL)
+			return 1;
+	return 0;
+}
+
 static int
 tmp_at(int dfd, const char *name)
 {
@@ -345,7 +358,9 @@ capture_patch(struct cap *k)
 	rc = rp_patch_make(c->privfd, out, scan, why, sizeof(why));
 	if (rc != 0) {
 		gap(k, "patch_unavailable", NULL);
-		json_object_set_new(k->notes, "patch", json_string(why));
+		json_object_set_new(k->notes, "patch", json_string(
+		    holds_secret(c, why) ? "git failed (its message held a "
+		    "secret value)" : why));
 		goto out;
 	}
 	/* a secret in either form (binary hunks are compressed: the text
