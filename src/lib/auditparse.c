@@ -334,7 +334,7 @@ ap_json_num(const char *p, size_t len, size_t *i, size_t *n)
 	return 0;
 }
 
-/* The value of key in the fields, and whether it was a string. */
+/* The field named key, or NULL. */
 static const struct egress_audit_field *
 ap_find(const struct egress_audit_line *l, const char *key)
 {
@@ -375,15 +375,16 @@ ap_parse_json(const char *p, size_t len, struct egress_audit_line *l)
 		    (kl == 2 && memcmp(k, "ts", 2) == 0) ||
 		    (kl == 5 && memcmp(k, "event", 5) == 0) || i >= len)
 			return -1;
-		if (p[i] == '"') {
+		if (l->nfields >= nitems(strs))
+			return -1;
+		strs[l->nfields] = p[i] == '"';
+		if (strs[l->nfields]) {
 			if (ap_json_str(p, len, &i, &v, &vl) == -1)
 				return -1;
-			strs[l->nfields < nitems(strs) ? l->nfields : 0] = 1;
 		} else {
 			v = p + i;
 			if (ap_json_num(p, len, &i, &vl) == -1)
 				return -1;
-			strs[l->nfields < nitems(strs) ? l->nfields : 0] = 0;
 		}
 		if (ap_add(l, k, kl, v, vl) == -1)
 			return -1;
