@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "audit.h"
 
 #define EX_CONFIG	1
 #define EX_USAGEERR	2
@@ -28,6 +29,7 @@ static const char usage_text[] =
 "usage: egressd [-c FILE] [-l ADDR:PORT]... [-u PATH]... [-a ADMIN] [-p PHASE]\n"
 "               [--audit PATH|-] [--audit-format text|json] [-t] [-V] [-h]\n"
 "       egressd run [OPTIONS] -- CMD [ARGS]   (sandbox module)\n"
+"       egressd audit replay|suggest|verify ...  (see egressd-audit(1))\n"
 "\n"
 "An allowlisting HTTP CONNECT proxy: every request is decided against the\n"
 "allowlist of the current phase, logged, and only then answered.\n"
@@ -128,6 +130,8 @@ main(int argc, char *argv[])
 	sigset_t set;
 	int ch, test = 0, sig, rc = 0;
 
+	if (argc > 1 && strcmp(argv[1], "audit") == 0)
+		return audit_main(argc - 1, argv + 1);	/* audit.c: core */
 	if (argc > 1 && argv[1][0] != '-')
 		return subcommand(argc - 1, argv + 1);
 	if ((opts = calloc((size_t)argc, sizeof(*opts))) == NULL)

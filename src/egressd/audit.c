@@ -1,0 +1,865 @@
+/*
+ * audit.c: "egressd audit" (SPEC "Audit tools (core)").
+ *
+ *   audit replay -c NEW.ini [--phase NAME] [--json] LOG...
+ *   audit suggest [-c FILE] [--phase NAME] [--json] LOG...   (suggest.c)
+ *   audit verify [--pubkey PUB] LOG...                  (record module)
+ *
+ * replay decides every recorded request (ALLOW, BLOCK, FAIL) again
+ * against NEW.ini with the proxy's own code: eg_phase_match() for the
+ * allowlist (report mode as conn.c applies it), eg_cfg_pin() for the
+ * operator's [hosts], and eg_addr_select() over the recorded addr= for
+ * deny_private.  Nothing is resolved and nothing is dialled.  What the
+ * policy does not decide (bad requests, timeouts, connection limits, a
+ * loop, shutdown, a failing log) stays as it was.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "auditparse.h"
+#include "cfg.h"
+#include "dns.h"
+#include "err.h"
+#include "host.h"
+#include "policy.h"
+#include "select.h"
+
+#include "audit.h"
+
+#define READ_CHUNK	(256 * 1024)
+#define LINE_MAX_LEN	(64 * 1024)	/* longer: not an audit line */
+
+static const char audit_usage[] =
+"usage: egressd audit replay -c NEW.ini [--phase NAME] [--json] LOG...\n"
+"       egressd audit suggest [-c FILE] [--phase NAME] [--json] LOG...\n"
+"       egressd audit verify [--pubkey PUB] LOG...   (record module)\n"
+"LOG may be - (standard input); rotated files are read in the order given.\n";
+
+/* --- small helpers ------------------------------------------------------- */
+
+const char *
+at_get(const struct egress_audit_line *l, const char *key, char *buf)
+{
+	const char *v;
+	size_t n;
+
+	if ((v = egress_audit_get(l, key, &n)) == NULL ||
+	    eg_audit_unescape(v, n, l->json, buf, AT_VAL_MAX) < 0)
+		return NULL;
+	return buf;
+}
+
+void
+at_put_text(FILE *fp, const char *s)
+{
+	unsigned char c;
+
+	if (s == NULL || *s == '\0') {
+		fputc('-', fp);
+		return;
+	}
+	for (; (c = (unsigned char)*s) != '\0'; s++) {
+		if (c > ' ' && c < 0x7f && c != '\\' && c != '"')
+			fputc(c, fp);
+		else
+			fprintf(fp, "\\x%02x", c);
+	}
+}
+
+void
+at_put_json(FILE *fp, const char *s)
+{
+	unsigned char c;
+
+	if (s == NULL) {
+		fputs("null", fp);
+		return;
+	}
+	fputc('"', fp);
+	for (; (c = (unsigned char)*s) != '\0'; s++) {
+		if (c == '"' || c == '\\')
+			fprintf(fp, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(fp, "\\u%04x", c);
+		else
+			fputc(c, fp);
+	}
+	fputc('"', fp);
+}
+
+/* The text writer's escaping of raw into out (cap >= 4 * strlen + 1). */
+static void
+text_escape(const char *raw, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char c;
+	size_t o = 0;
+
+	for (; (c = (unsigned char)*raw) != '\0' && o + 5 < cap; raw++) {
+		if (c > ' ' && c < 0x7f && c != '\\' && c != '"')
+			out[o++] = (char)c;
+		else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+/* --- counters by key -------------------------------------------------------- */
+
+static uint64_t
+fnv(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+struct at_ent *
+at_tab_get(struct at_tab *t, const char *key)
+{
+	struct at_ent *ne, *e;
+	size_t i, j, ncap;
+
+	if (t->n * 2 >= t->cap) {
+		ncap = t->cap ? t->cap * 2 : 64;
+		if ((ne = calloc(ncap, sizeof(*ne))) == NULL)
+			return NULL;
+		for (i = 0; i < t->cap; i++) {
+			if (t->ent[i].key == NULL)
+				continue;
+			for (j = fnv(t->ent[i].key) & (ncap - 1);
+			    ne[j].key != NULL; j = (j + 1) & (ncap - 1))
+				;
+			ne[j] = t->ent[i];
+		}
+		free(t->ent);
+		t->ent = ne;
+		t->cap = ncap;
+	}
+	for (i = fnv(key) & (t->cap - 1); (e = &t->ent[i])->key != NULL;
+	    i = (i + 1) & (t->cap - 1))
+		if (strcmp(e->key, key) == 0)
+			return e;
+	if ((e->key = strdup(key)) == NULL)
+		return NULL;
+	e->count = 0;
+	e->first = t->n++;
+	e->data = NULL;
+	return e;
+}
+
+struct at_ent **
+at_tab_list(const struct at_tab *t)
+{
+	struct at_ent **v;
+	size_t i, n = 0;
+
+	if ((v = calloc(t->n + 1, sizeof(*v))) == NULL)
+		return NULL;
+	for (i = 0; i < t->cap; i++)
+		if (t->ent[i].key != NULL)
+			v[n++] = &t->ent[i];
+	return v;
+}
+
+void
+at_tab_free(struct at_tab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->cap; i++) {
+		free(t->ent[i].key);
+		free(t->ent[i].data);
+	}
+	free(t->ent);
+	t->ent = NULL;
+	t->cap = t->n = 0;
+}
+
+/* --- reading logs ------------------------------------------------------------- */
+
+static void
+one_line(const char *p, size_t n, at_line_fn *fn, void *arg, uint64_t *bad,
+    uint64_t *first_bad, uint64_t lineno)
+{
+	struct egress_audit_line l;
+
+	if (egress_audit_parse(p, n, &l) == 0) {
+		fn(&l, arg);
+		return;
+	}
+	if ((*bad)++ == 0)
+		*first_bad = lineno;
+}
+
+int
+at_read_logs(const char *prog, char *const *files, int nfiles,
+    at_line_fn *fn, void *arg, uint64_t *unparsed)
+{
+	char *buf;
+	size_t have, start, i;
+	ssize_t r;
+	uint64_t lineno, bad, first_bad;
+	int f, fd, skipping, first, rc = 0;
+	const char *name;
+	char *nl;
+
+	*unparsed = 0;
+	if ((buf = malloc(READ_CHUNK + LINE_MAX_LEN)) == NULL) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return -1;
+	}
+	for (f = 0; f < nfiles; f++) {
+		name = files[f];
+		if (strcmp(name, "-") == 0)
+			fd = STDIN_FILENO;
+		else if ((fd = open(name, O_RDONLY | O_CLOEXEC)) == -1) {
+			fprintf(stderr, "%s: %s: %s\n", prog, name,
+			    strerror(errno));
+			rc = -1;
+			continue;
+		}
+		have = 0;
+		lineno = bad = first_bad = 0;
+		skipping = 0;
+		first = 1;
+		for (;;) {
+			r = read(fd, buf + have, READ_CHUNK + LINE_MAX_LEN -
+			    have);
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r == -1) {
+				fprintf(stderr, "%s: %s: %s\n", prog, name,
+				    strerror(errno));
+				rc = -1;
+				break;
+			}
+			if (first && have + (size_t)r >= 2 &&
+			    (unsigned char)buf[0] == 0x1f &&
+			    (unsigned char)buf[1] == 0x8b) {
+				fprintf(stderr, "%s: %s: compressed; give it "
+				    "as standard input: zcat %s | egressd "
+				    "audit ... -\n", prog, name, name);
+				rc = -1;
+				break;
+			}
+			first = 0;
+			if (r == 0) {
+				/* a last line without its newline */
+				if (skipping) {
+					if (bad++ == 0)
+						first_bad = lineno + 1;
+				} else if (have > 0)
+					one_line(buf, have, fn, arg, &bad,
+					    &first_bad, ++lineno);
+				break;
+			}
+			have += (size_t)r;
+			start = 0;
+			while ((nl = memchr(buf + start, '\n', have - start)) !=
+			    NULL) {
+				i = (size_t)(nl - buf);
+				lineno++;
+				if (skipping) {
+					skipping = 0;
+					if (bad++ == 0)
+						first_bad = lineno;
+				} else
+					one_line(buf + start, i - start + 1,
+					    fn, arg, &bad, &first_bad, lineno);
+				start = i + 1;
+			}
+			memmove(buf, buf + start, have - start);
+			have -= start;
+			if (have >= LINE_MAX_LEN) {
+				/* no newline in sight: not an audit line */
+				skipping = 1;
+				have = 0;
+			}
+		}
+		if (fd != STDIN_FILENO)
+			close(fd);
+		if (bad > 0)
+			fprintf(stderr, "%s: %s: %llu line%s skipped (not "
+			    "audit lines), the first at line %llu\n", prog,
+			    name, (unsigned long long)bad, bad == 1 ? "" : "s",
+			    (unsigned long long)first_bad);
+		*unparsed += bad;
+	}
+	free(buf);
+	return rc;
+}
+
+/* --- replay -------------------------------------------------------------------- */
+
+struct replay {
+	struct eg_cfg		*cfg;
+	const struct eg_phase	*forced;	/* --phase */
+	const char		*cfgname;
+	uint64_t		 requests, unchanged, blocked, allowed;
+	uint64_t		 undecided;
+	struct at_tab		 changes;	/* see change_key() */
+	struct at_tab		 missing;	/* phase -> requests */
+	const struct eg_phase	*last;		/* lookup cache */
+	int			 oom;
+};
+
+struct verdict {
+	const char	*v;		/* "ALLOW" "BLOCK" "FAIL" */
+	const char	*rule;		/* ALLOW */
+	const char	*reason;	/* BLOCK, FAIL */
+	const char	*report;	/* ALLOW in report mode */
+};
+
+static int
+in_list(const char *s, const char *const *list)
+{
+	for (; s != NULL && *list != NULL; list++)
+		if (strcmp(s, *list) == 0)
+			return 1;
+	return 0;
+}
+
+/* An address as the ALLOW line records it (inet_ntop form). */
+static int
+parse_addr(const char *s, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	char b[INET6_ADDRSTRLEN + 2];
+	size_t n = strlen(s);
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		return 0;
+	}
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']' && n - 2 < sizeof(b)) {
+		memcpy(b, s + 1, n - 2);
+		b[n - 2] = '\0';
+		s = b;
+	}
+	if (inet_pton(AF_INET6, s, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Decide one request again, as conn.c does: match (report mode lets a
+ * miss through, untrusted), then the address step over what is known
+ * of the addresses: the literal, the new [hosts] pin, or the recorded
+ * addr= (the one the proxy dialled).  Without an address, a request
+ * the old log refused as private_address is known to have had only
+ * non-public ones.  The upstream's answer is not re-decided: an allowed
+ * request keeps FAIL when it failed.
+ */
+static void
+decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
+    const struct eg_host *h, uint16_t port, const struct verdict *old,
+    const char *addr, struct verdict *nv)
+{
+	struct sockaddr_storage addrs[EG_DNS_MAXADDR];
+	const struct eg_rule *rule = NULL;
+	const struct eg_pin *pin;
+	struct sockaddr_in *s4;
+	struct sockaddr_in6 *s6;
+	enum eg_match m;
+	size_t n = 0, left;
+	int report = 0, trusted = 0, known_private = 0;
+
+	memset(nv, 0, sizeof(*nv));
+	m = eg_phase_match(ph, h, port, cfg->ports, cfg->nports, &rule);
+	if (m != EG_MATCH_ALLOW && ph->report) {
+		report = 1;
+		rule = NULL;
+		m = EG_MATCH_ALLOW;
+	}
+	if (m != EG_MATCH_ALLOW) {
+		nv->v = "BLOCK";
+		nv->reason = m == EG_MATCH_NOT_ALLOWED ? "not_allowed" :
+		    "port_not_allowed";
+		return;
+	}
+	switch (h->kind) {
+	case EG_HOST_V4:
+		memset(&addrs[0], 0, sizeof(addrs[0]));
+		s4 = (struct sockaddr_in *)&addrs[0];
+		s4->sin_family = AF_INET;
+		s4->sin_addr = h->ip.v4;
+		n = 1;
+		trusted = !report;
+		break;
+	case EG_HOST_V6:
+		memset(&addrs[0], 0, sizeof(addrs[0]));
+		s6 = (struct sockaddr_in6 *)&addrs[0];
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = h->ip.v6;
+		n = 1;
+		trusted = !report;
+		break;
+	case EG_HOST_NAME:
+		if ((pin = eg_cfg_pin(cfg, h)) != NULL) {
+			n = pin->naddr < EG_DNS_MAXADDR ? pin->naddr :
+			    EG_DNS_MAXADDR;
+			memcpy(addrs, pin->addr, n * sizeof(addrs[0]));
+			trusted = 1;
+		} else if (addr != NULL && parse_addr(addr, &addrs[0]) == 0)
+			n = 1;
+		else if (old->reason != NULL &&
+		    strcmp(old->reason, "private_address") == 0)
+			known_private = 1;
+		break;
+	}
+	if ((n > 0 && eg_addr_select(addrs, n, port, cfg->deny_private,
+	    trusted, NULL, NULL, &left) != EG_SELECT_OK) ||
+	    (n == 0 && known_private && cfg->deny_private)) {
+		nv->v = "BLOCK";
+		nv->reason = "private_address";
+		return;
+	}
+	if (strcmp(old->v, "FAIL") == 0) {
+		*nv = *old;
+		return;
+	}
+	nv->v = "ALLOW";
+	nv->rule = rule != NULL ? rule->text : "-";
+	nv->report = report ? "not_allowed" : NULL;
+}
+
+/* Fields of a change's key, tab-separated, each text-escaped. */
+enum { K_PHASE, K_SESSION, K_HOST, K_PORT, K_OLD, K_ORULE, K_OREASON,
+	K_OREPORT, K_NEW, K_NRULE, K_NREASON, K_NREPORT, K_N };
+
+static void
+key_add(char *key, size_t cap, size_t *len, const char *raw)
+{
+	char esc[AT_VAL_MAX * 4 + 1];
+	int n;
+
+	if (raw != NULL)
+		text_escape(raw, esc, sizeof(esc));
+	else
+		esc[0] = '\0';
+	if (*len >= cap)
+		return;
+	n = snprintf(key + *len, cap - *len, "%s%s", *len > 0 ? "\t" : "",
+	    esc);
+	*len += n > 0 ? (size_t)n : 0;
+}
+
+static void
+replay_line(const struct egress_audit_line *l, void *arg)
+{
+	static const char *const policy_block[] = { "not_allowed",
+	    "port_not_allowed", "private_address", NULL };
+	static const char *const upstream_fail[] = { "dns_failure",
+	    "connect_failed", "connect_timeout", NULL };
+	static char phase[AT_VAL_MAX], sess[AT_VAL_MAX], rule[AT_VAL_MAX],
+	    reason[AT_VAL_MAX], report[AT_VAL_MAX], addrb[AT_VAL_MAX],
+	    host[AT_VAL_MAX];
+	static char key[K_N * (AT_VAL_MAX * 4 + 2)];
+	struct replay *rp = arg;
+	const struct eg_phase *ph;
+	struct verdict old, nv;
+	struct eg_host h;
+	struct at_ent *e;
+	enum eg_audit_ev ev = eg_audit_event(l);
+	const char *hp, *why, *pname, *sname, *addr;
+	char portb[8];
+	size_t hl, kl;
+	unsigned port;
+	int n;
+
+	if (ev != EG_AEV_ALLOW && ev != EG_AEV_BLOCK && ev != EG_AEV_FAIL)
+		return;
+	memset(&old, 0, sizeof(old));
+	old.v = ev == EG_AEV_ALLOW ? "ALLOW" : ev == EG_AEV_BLOCK ? "BLOCK" :
+	    "FAIL";
+	old.rule = at_get(l, "rule", rule);
+	old.reason = at_get(l, "reason", reason);
+	old.report = at_get(l, "report", report);
+	pname = at_get(l, "phase", phase);
+	sname = at_get(l, "session", sess);
+	addr = at_get(l, "addr", addrb);
+
+	/* what the policy does not decide stays as it was */
+	if ((ev == EG_AEV_BLOCK && !in_list(old.reason, policy_block)) ||
+	    (ev == EG_AEV_FAIL && !in_list(old.reason, upstream_fail)) ||
+	    egress_audit_target(l, &hp, &hl, &port) == -1 || port == 0 ||
+	    (n = eg_audit_unescape(hp, hl, l->json, host, sizeof(host))) < 0 ||
+	    eg_host_parse(host, (size_t)n, &h, &why) == -1) {
+		rp->requests++;
+		rp->unchanged++;
+		return;
+	}
+	if ((ph = rp->forced) == NULL) {
+		if (pname == NULL)
+			pname = "-";
+		if (rp->last != NULL && strcmp(rp->last->name, pname) == 0)
+			ph = rp->last;
+		else if ((ph = eg_cfg_phase(rp->cfg, pname)) != NULL)
+			rp->last = ph;
+	}
+	if (ph == NULL) {
+		rp->undecided++;
+		if ((e = at_tab_get(&rp->missing, pname)) == NULL)
+			rp->oom = 1;
+		else
+			e->count++;
+		return;
+	}
+	rp->requests++;
+	decide(rp->cfg, ph, &h, (uint16_t)port, &old, addr, &nv);
+	if (strcmp(old.v, nv.v) == 0) {
+		rp->unchanged++;
+		return;
+	}
+	if (strcmp(nv.v, "BLOCK") == 0)
+		rp->blocked++;
+	else
+		rp->allowed++;
+	snprintf(portb, sizeof(portb), "%u", port);
+	key[0] = '\0';
+	kl = 0;
+	/* the phase (never empty) comes first: every later field gets its
+	 * tab, empty or not */
+	key_add(key, sizeof(key), &kl, ph->name);
+	key_add(key, sizeof(key), &kl, sname);
+	key_add(key, sizeof(key), &kl, h.name);
+	key_add(key, sizeof(key), &kl, portb);
+	key_add(key, sizeof(key), &kl, old.v);
+	key_add(key, sizeof(key), &kl, old.rule);
+	key_add(key, sizeof(key), &kl, old.reason);
+	key_add(key, sizeof(key), &kl, old.report);
+	key_add(key, sizeof(key), &kl, nv.v);
+	key_add(key, sizeof(key), &kl, nv.rule);
+	key_add(key, sizeof(key), &kl, nv.reason);
+	key_add(key, sizeof(key), &kl, nv.report);
+	if ((e = at_tab_get(&rp->changes, key)) == NULL)
+		rp->oom = 1;
+	else
+		e->count++;
+}
+
+/* Split a key into its K_N fields (in place). */
+static void
+key_split(char *key, char *f[K_N])
+{
+	int i;
+
+	for (i = 0; i < K_N; i++) {
+		f[i] = key;
+		if ((key = strchr(key, '\t')) != NULL)
+			*key++ = '\0';
+		else
+			key = f[i] + strlen(f[i]);
+	}
+}
+
+struct change {
+	struct at_ent	*e;
+	char		*buf;		/* a copy of the key, split */
+	char		*f[K_N];
+	uint64_t	 group;		/* order of its phase/session */
+};
+
+static int
+change_cmp(const void *a, const void *b)
+{
+	const struct change *x = *(const struct change *const *)a;
+	const struct change *y = *(const struct change *const *)b;
+	int c;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->e->count != y->e->count)
+		return x->e->count > y->e->count ? -1 : 1;
+	if ((c = strcmp(x->f[K_HOST], y->f[K_HOST])) != 0)
+		return c;
+	if ((c = strcmp(x->f[K_PORT], y->f[K_PORT])) != 0)
+		return c;
+	return x->e->first < y->e->first ? -1 : x->e->first > y->e->first;
+}
+
+/* "rule=X", "rule=- report=not_allowed", or the reason. */
+static void
+put_detail(FILE *fp, char *const *f, int verdict)
+{
+	if (f[verdict][0] == 'A') {
+		fprintf(fp, "rule=%s", f[verdict + 1][0] ? f[verdict + 1] :
+		    "-");
+		if (f[verdict + 3][0] != '\0')
+			fprintf(fp, " report=%s", f[verdict + 3]);
+	} else
+		fputs(f[verdict + 2][0] ? f[verdict + 2] : "-", fp);
+}
+
+static void
+put_detail_json(FILE *fp, char *const *f, int verdict)
+{
+	fprintf(fp, "{\"verdict\":");
+	at_put_json(fp, f[verdict]);
+	fprintf(fp, ",\"rule\":");
+	at_put_json(fp, f[verdict + 1][0] ? f[verdict + 1] : NULL);
+	fprintf(fp, ",\"reason\":");
+	at_put_json(fp, f[verdict + 2][0] ? f[verdict + 2] : NULL);
+	fprintf(fp, ",\"report\":");
+	at_put_json(fp, f[verdict + 3][0] ? f[verdict + 3] : NULL);
+	fputc('}', fp);
+}
+
+static int
+replay_report(struct replay *rp, int json, uint64_t unparsed)
+{
+	struct at_ent **list = NULL, **miss = NULL;
+	struct change **ch = NULL;
+	struct at_tab groups = { 0 };
+	struct at_ent *g;
+	char gkey[2 * (AT_VAL_MAX * 4 + 2)];
+	size_t i, n = rp->changes.n, ngroups;
+	int rc = -1;
+
+	if ((list = at_tab_list(&rp->changes)) == NULL ||
+	    (miss = at_tab_list(&rp->missing)) == NULL ||
+	    (ch = calloc(n + 1, sizeof(*ch))) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if ((ch[i] = calloc(1, sizeof(*ch[i]))) == NULL ||
+		    (ch[i]->buf = strdup(list[i]->key)) == NULL)
+			goto out;
+		ch[i]->e = list[i];
+		key_split(ch[i]->buf, ch[i]->f);
+	}
+	/* groups of one phase and session, in order of first change */
+	for (i = 0; i < n; i++) {
+		snprintf(gkey, sizeof(gkey), "%s\t%s", ch[i]->f[K_PHASE],
+		    ch[i]->f[K_SESSION]);
+		if ((g = at_tab_get(&groups, gkey)) == NULL)
+			goto out;
+		if (g->count == 0 || ch[i]->e->first < g->count - 1)
+			g->count = ch[i]->e->first + 1;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(gkey, sizeof(gkey), "%s\t%s", ch[i]->f[K_PHASE],
+		    ch[i]->f[K_SESSION]);
+		ch[i]->group = at_tab_get(&groups, gkey)->count;
+	}
+	ngroups = groups.n;
+	qsort(ch, n, sizeof(*ch), change_cmp);
+
+	if (json) {
+		printf("{\"requests\":%llu,\"unchanged\":%llu,"
+		    "\"now_blocked\":%llu,\"now_allowed\":%llu,"
+		    "\"unparsed\":%llu,\"undecided\":%llu,\"config\":",
+		    (unsigned long long)rp->requests,
+		    (unsigned long long)rp->unchanged,
+		    (unsigned long long)rp->blocked,
+		    (unsigned long long)rp->allowed,
+		    (unsigned long long)unparsed,
+		    (unsigned long long)rp->undecided);
+		at_put_json(stdout, rp->cfgname);
+		printf(",\"missing_phases\":[");
+		for (i = 0; miss[i] != NULL; i++) {
+			printf("%s{\"phase\":", i ? "," : "");
+			at_put_json(stdout, miss[i]->key);
+			printf(",\"requests\":%llu}",
+			    (unsigned long long)miss[i]->count);
+		}
+		printf("],\"changes\":[");
+		for (i = 0; i < n; i++) {
+			printf("%s{\"phase\":", i ? "," : "");
+			at_put_json(stdout, ch[i]->f[K_PHASE]);
+			printf(",\"session\":");
+			at_put_json(stdout, ch[i]->f[K_SESSION][0] ?
+			    ch[i]->f[K_SESSION] : NULL);
+			printf(",\"host\":");
+			at_put_json(stdout, ch[i]->f[K_HOST]);
+			printf(",\"port\":%s,\"count\":%llu,\"old\":",
+			    ch[i]->f[K_PORT],
+			    (unsigned long long)ch[i]->e->count);
+			put_detail_json(stdout, ch[i]->f, K_OLD);
+			printf(",\"new\":");
+			put_detail_json(stdout, ch[i]->f, K_NEW);
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		for (i = 0; i < n; i++) {
+			if (ngroups > 1 && (i == 0 ||
+			    ch[i]->group != ch[i - 1]->group)) {
+				printf("phase %s", ch[i]->f[K_PHASE]);
+				if (ch[i]->f[K_SESSION][0] != '\0')
+					printf(", session %s",
+					    ch[i]->f[K_SESSION]);
+				printf(":\n");
+			}
+			printf("%s -> %s %s:%s  x%llu  (was ", ch[i]->f[K_OLD],
+			    ch[i]->f[K_NEW], ch[i]->f[K_HOST],
+			    ch[i]->f[K_PORT],
+			    (unsigned long long)ch[i]->e->count);
+			put_detail(stdout, ch[i]->f, K_OLD);
+			printf("; now ");
+			put_detail(stdout, ch[i]->f, K_NEW);
+			printf(")\n");
+		}
+		printf("%llu requests: %llu unchanged, %llu now blocked, "
+		    "%llu now allowed\n", (unsigned long long)rp->requests,
+		    (unsigned long long)rp->unchanged,
+		    (unsigned long long)rp->blocked,
+		    (unsigned long long)rp->allowed);
+	}
+	for (i = 0; miss[i] != NULL; i++) {
+		fprintf(stderr, "egressd: audit replay: phase ");
+		at_put_text(stderr, miss[i]->key);
+		fprintf(stderr, " is not in %s: %llu request%s not decided "
+		    "(--phase NAME decides them against a phase of it)\n",
+		    rp->cfgname, (unsigned long long)miss[i]->count,
+		    miss[i]->count == 1 ? "" : "s");
+	}
+	rc = 0;
+out:
+	if (rc == -1)
+		fprintf(stderr, "egressd: audit replay: out of memory\n");
+	for (i = 0; ch != NULL && i < n; i++)
+		if (ch[i] != NULL) {
+			free(ch[i]->buf);
+			free(ch[i]);
+		}
+	free(ch);
+	free(list);
+	free(miss);
+	for (i = 0; i < groups.cap; i++)
+		free(groups.ent[i].key);
+	free(groups.ent);
+	return rc;
+}
+
+static int
+replay_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "phase",  required_argument, NULL, 'p' },
+		{ "json",   no_argument,       NULL, 'j' },
+		{ "help",   no_argument,       NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct replay rp;
+	struct eg_errs errs = { 0 };
+	const char *cfgfile = NULL, *phase = NULL;
+	char msg[8192];
+	uint64_t unparsed = 0;
+	int ch, json = 0, rc;
+
+	memset(&rp, 0, sizeof(rp));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'c': cfgfile = optarg; break;
+		case 'p': phase = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': fputs(audit_usage, stdout); return AT_EX_OK;
+		default: fputs(audit_usage, stderr); return AT_EX_USAGE;
+		}
+	}
+	if (cfgfile == NULL || optind == argc) {
+		fprintf(stderr, "egressd: audit replay: %s\n", cfgfile == NULL ?
+		    "-c NEW.ini is required" : "no LOG given");
+		fputs(audit_usage, stderr);
+		return AT_EX_USAGE;
+	}
+	if ((rp.cfg = eg_cfg_load(cfgfile, &errs)) == NULL ||
+	    eg_cfg_check(rp.cfg, &errs) == -1) {
+		eg_errs_join(&errs, msg, sizeof(msg));
+		fprintf(stderr, "%s\n", msg);
+		eg_errs_clear(&errs);
+		eg_cfg_unref(rp.cfg);
+		return AT_EX_USAGE;
+	}
+	rp.cfgname = cfgfile;
+	if (phase != NULL && (rp.forced = eg_cfg_phase(rp.cfg, phase)) ==
+	    NULL) {
+		fprintf(stderr, "egressd: audit replay: phase ");
+		at_put_text(stderr, phase);
+		fprintf(stderr, " is not in %s\n", cfgfile);
+		eg_cfg_unref(rp.cfg);
+		return AT_EX_USAGE;
+	}
+	rc = at_read_logs("egressd: audit replay", argv + optind,
+	    argc - optind, replay_line, &rp, &unparsed);
+	if (rc == 0 && !rp.oom)
+		rc = replay_report(&rp, json, unparsed);
+	else if (rp.oom)
+		fprintf(stderr, "egressd: audit replay: out of memory\n");
+	at_tab_free(&rp.changes);
+	at_tab_free(&rp.missing);
+	eg_cfg_unref(rp.cfg);
+	if (rc == -1 || rp.oom || rp.undecided > 0)
+		return AT_EX_USAGE;
+	return rp.blocked + rp.allowed > 0 ? AT_EX_CHANGED : AT_EX_OK;
+}
+
+/* --- verify: the record module's --------------------------------------------- */
+
+static int
+verify_main(int argc, char *argv[])
+{
+	char err[512];
+	int rc;
+
+	argv[0] = (char *)"audit-verify";
+	rc = egress_module_main("audit-verify", argc, argv, err, sizeof(err));
+	if (rc != -1)
+		return rc;
+	if (strstr(err, "not compiled in") != NULL ||
+	    strncmp(err, "unknown command", 15) == 0)
+		fprintf(stderr, "egressd: audit verify: the record module is "
+		    "not compiled in\n");
+	else
+		fprintf(stderr, "egressd: audit verify: %s\n", err);
+	return AT_EX_USAGE;
+}
+
+int
+audit_main(int argc, char *argv[])
+{
+	if (argc < 2) {
+		fputs(audit_usage, stderr);
+		return AT_EX_USAGE;
+	}
+	if (strcmp(argv[1], "replay") == 0)
+		return replay_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "suggest") == 0)
+		return audit_suggest(argc - 1, argv + 1);
+	if (strcmp(argv[1], "verify") == 0)
+		return verify_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(audit_usage, stdout);
+		return AT_EX_OK;
+	}
+	fprintf(stderr, "egressd: audit: unknown subcommand '%s'\n", argv[1]);
+	fputs(audit_usage, stderr);
+	return AT_EX_USAGE;
+}

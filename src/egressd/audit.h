@@ -1,0 +1,60 @@
+/*
+ * audit.h: "egressd audit replay|suggest|verify" (SPEC "Audit tools
+ * (core)"), the shared log reader and the small helpers both tools use.
+ * The policy decisions themselves are libegress's own code (policy.c,
+ * select.c, cfg.c), reached through the core archive egressd links.
+ */
+#ifndef EGRESSD_AUDIT_H
+#define EGRESSD_AUDIT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "egress.h"
+
+#define AT_EX_OK	0
+#define AT_EX_CHANGED	1
+#define AT_EX_USAGE	2
+
+#define AT_VAL_MAX	4096	/* an unescaped value (a line is shorter) */
+
+/* "egressd audit ...": argv[0] is "audit".  Returns the exit status. */
+int	audit_main(int argc, char *argv[]);
+int	audit_suggest(int argc, char *argv[]);
+
+/*
+ * Read every line of the files in order ("-": standard input) and call
+ * fn for each audit line; lines that are not audit lines are counted
+ * and reported on standard error ("PROG: FILE: N lines skipped ...").
+ * Returns 0, or -1 when a file cannot be read (reported).
+ */
+typedef void	at_line_fn(const struct egress_audit_line *, void *arg);
+int	at_read_logs(const char *prog, char *const *files, int nfiles,
+	    at_line_fn *fn, void *arg, uint64_t *unparsed);
+
+/* A value of l unescaped into buf (AT_VAL_MAX); NULL when absent. */
+const char *at_get(const struct egress_audit_line *l, const char *key,
+	    char *buf);
+/* Print raw bytes as the text audit writer would (escaped, "-" empty). */
+void	at_put_text(FILE *fp, const char *s);
+/* Print a JSON string (quoted); NULL prints null. */
+void	at_put_json(FILE *fp, const char *s);
+
+/* A small string-keyed table of counters (insertion order kept). */
+struct at_ent {
+	char		*key;
+	uint64_t	 count;
+	uint64_t	 first;		/* order of first appearance */
+	void		*data;		/* the caller's */
+};
+struct at_tab {
+	struct at_ent	*ent;		/* open addressing */
+	size_t		 cap, n;
+};
+/* The entry for key (created with count 0), or NULL when out of memory. */
+struct at_ent	*at_tab_get(struct at_tab *, const char *key);
+/* Every entry, in an allocated array the caller frees (n entries). */
+struct at_ent	**at_tab_list(const struct at_tab *);
+void		 at_tab_free(struct at_tab *);
+
+#endif
