@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""plot.py SCALE.TXT OUTDIR: one PNG per curve of bench/scale.sh's output.
+"""plot.py SCALE.TXT OUTDIR [NOTE]: one PNG per curve of bench/scale.sh's
+output; NOTE (e.g. "preliminary, loaded machine") goes under each title.
 
 Reads the key=value lines scale.sh prints (decide, reload, switch, audit,
 idle, idlefit) and writes, for those present:
@@ -43,8 +44,14 @@ def num(v):
         return float("nan")
 
 
+NOTE = ""
+
+
 def save(fig, outdir, name):
     p = os.path.join(outdir, name)
+    if NOTE:
+        for ax in fig.axes[:1]:
+            ax.set_title(ax.get_title() + "\n(" + NOTE + ")", fontsize=10)
     fig.tight_layout()
     fig.savefig(p, dpi=110)
     plt.close(fig)
@@ -52,8 +59,11 @@ def save(fig, outdir, name):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: plot.py SCALE.TXT OUTDIR")
+    global NOTE
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: plot.py SCALE.TXT OUTDIR [NOTE]")
+    if len(sys.argv) == 4:
+        NOTE = sys.argv[3]
     rows = parse(sys.argv[1])
     outdir = sys.argv[2]
     os.makedirs(outdir, exist_ok=True)

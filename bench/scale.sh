@@ -22,7 +22,9 @@
 # not required. Tunables: EGRESSD, PARTS ("decide reload switch audit idle"),
 # SIZES ("10 1000 10000 100000"), REPS_RELOAD (5), SWITCH_K (500),
 # SWITCH_R (10), SWITCH_T ("0,1000,9000"), AUDIT_SECS (3), IDLE_COUNTS
-# ("1000 9000"), IDLE_REPS (3), PORT_BASE (23200), BENCH_TMP, OUT.
+# ("1000 9000"), IDLE_REPS (3), PORT_BASE (23200), BENCH_TMP, OUT (a
+# directory: scale.txt and the PNGs go there), PLOT_NOTE (a line under each
+# plot's title).
 
 set -u
 
@@ -283,8 +285,17 @@ done
 if [ -n "$OUT" ]; then
 	mkdir -p "$OUT"
 	cp "$results" "$OUT/scale.txt"
-	if python3 -c 'import matplotlib' 2>/dev/null; then
-		python3 "$here/plot.py" "$OUT/scale.txt" "$OUT" >&2
+	# Debian's python3 first: python3-matplotlib is installed for it
+	py=
+	for p in /usr/bin/python3 python3; do
+		if "$p" -c 'import matplotlib' 2>/dev/null; then
+			py=$p
+			break
+		fi
+	done
+	if [ -n "$py" ]; then
+		"$py" "$here/plot.py" "$OUT/scale.txt" "$OUT" \
+		    ${PLOT_NOTE:+"$PLOT_NOTE"} >&2
 	else
 		log "no python3-matplotlib: no PNGs (apt-get install python3-matplotlib)"
 	fi
