@@ -157,7 +157,7 @@ for px in $PROXIES; do
 		fi
 		# a private copy: a rebuild during the run cannot mix binaries
 		cp "$EGRESSD" "$tmp/egressd-bin" || exit 1
-		versions="$versions|egressd $("$tmp/egressd-bin" --version 2>&1 |
+		versions="$versions|$("$tmp/egressd-bin" --version 2>&1 |
 		    head -n 1)" ;;
 	tinyproxy|squid)
 		if ! command -v "$px" >/dev/null; then
