@@ -127,7 +127,8 @@ usage(void)
 	    "\n"
 	    "               [--upload] [--pid PID] [--upstream-pid PID] "
 	    "[--label NAME]\n"
-	    "               [--warmup SEC]\n");
+	    "               [--warmup SEC] [--inflight N (idle: handshakes "
+	    "at once, 256)]\n");
 	exit(2);
 }
 
@@ -902,6 +903,7 @@ main(int argc, char *argv[])
 		{ "upload", no_argument, NULL, 'u' },
 		{ "pid", required_argument, NULL, 'P' },
 		{ "upstream-pid", required_argument, NULL, 'U' },
+		{ "inflight", required_argument, NULL, 'I' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -950,6 +952,9 @@ main(int argc, char *argv[])
 		case 'U':
 			upid = atol(optarg);
 			break;
+		case 'I':
+			inflight_max = atoi(optarg);
+			break;
 		case 'l':
 			label = optarg;
 			break;
@@ -960,7 +965,7 @@ main(int argc, char *argv[])
 	if (optind != argc || target == NULL || (direct == (proxy != NULL)))
 		usage();
 	if (duration <= 0 || warmup < 0 || conc <= 0 || conc > 1000000 ||
-	    rrsize == 0 || rrsize > IOBUF_SZ)
+	    rrsize == 0 || rrsize > IOBUF_SZ || inflight_max < 1)
 		usage();
 	if (direct) {
 		if (parse_inet(target, &paddr, &paddrlen) == -1)

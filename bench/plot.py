@@ -137,21 +137,27 @@ def main():
     d = [r for r in rows if r["kind"] == "idle"]
     if d:
         fig, ax = plt.subplots(figsize=(6, 4))
-        x = [num(r["conc"]) for r in d]
-        ax.plot(x, [num(r["kib_per_tunnel"]) for r in d], "o",
-                label="KiB per tunnel (each run)")
-        fit = [r for r in rows if r["kind"] == "idlefit"]
-        if fit:
-            f = fit[-1]
-            ax.axhline(num(f["marginal_kib_per_tunnel"]), ls="--",
-                       label="marginal %s KiB/tunnel, fixed %s KiB"
-                       % (f["marginal_kib_per_tunnel"], f["fixed_kib"]))
+        fits = {r.get("inflight", ""): r for r in rows
+                if r["kind"] == "idlefit"}
+        for g in sorted({r.get("inflight", "") for r in d},
+                        key=lambda v: -num(v) if v else 0):
+            pts = [r for r in d if r.get("inflight", "") == g]
+            lab = "%s handshakes in flight" % g if g else "each run"
+            line = ax.plot([num(r["conc"]) for r in pts],
+                           [num(r["kib_per_tunnel"]) for r in pts], "o",
+                           label=lab)[0]
+            f = fits.get(g)
+            if f:
+                ax.axhline(num(f["marginal_kib_per_tunnel"]), ls="--",
+                           color=line.get_color(),
+                           label="marginal %s KiB/tunnel, fixed %s KiB"
+                           % (f["marginal_kib_per_tunnel"], f["fixed_kib"]))
         ax.axhline(2, color="tab:red", ls=":", label="target 2 KiB")
         ax.set_ylim(bottom=0)
         ax.set_xlabel("idle tunnels open")
         ax.set_ylabel("RSS growth per tunnel (KiB)")
         ax.set_title("Idle RSS per tunnel")
-        ax.legend()
+        ax.legend(fontsize=8)
         save(fig, outdir, "scale-idle.png")
 
 

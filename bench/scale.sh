@@ -15,14 +15,15 @@
 #            once the record module exists; skipped until then), 1 and 2
 #            writing threads
 #   idle     idle RSS per tunnel at 1,000 and 9,000 tunnels (loadgen idle
-#            mode against one egressd each), and the fixed part (the
-#            intercept of the line through the two points)
+#            mode against one egressd each), with 256 (compare.sh's) and
+#            16 handshakes in flight, and the fixed part (the intercept of
+#            the line through the two points)
 #
 # Needs: make (the daemon built), make -C bench all decide audit, curl, root
 # not required. Tunables: EGRESSD, PARTS ("decide reload switch audit idle"),
 # SIZES ("10 1000 10000 100000"), REPS_RELOAD (5), SWITCH_K (500),
 # SWITCH_R (10), SWITCH_T ("0,1000,9000"), AUDIT_SECS (3), IDLE_COUNTS
-# ("1000 9000"), IDLE_REPS (3), PORT_BASE (23200), BENCH_TMP, OUT (a
+# ("1000 9000"), IDLE_INFLIGHT ("256 16"), IDLE_REPS (3), PORT_BASE (23200), BENCH_TMP, OUT (a
 # directory: scale.txt and the PNGs go there), PLOT_NOTE (a line under each
 # plot's title).
 
@@ -39,6 +40,7 @@ SWITCH_T=${SWITCH_T:-"0,1000,9000"}
 AUDIT_SECS=${AUDIT_SECS:-3}
 IDLE_COUNTS=${IDLE_COUNTS:-"1000 9000"}
 IDLE_REPS=${IDLE_REPS:-3}
+IDLE_INFLIGHT=${IDLE_INFLIGHT:-"256 16"}
 PORT_BASE=${PORT_BASE:-23200}
 OUT=${OUT:-}
 
@@ -217,6 +219,7 @@ bench.test = 127.0.0.1
 allow = bench.test:$PORT_BASE
 EOF
 	for r in $(seq 1 "$IDLE_REPS"); do
+		for inf in $IDLE_INFLIGHT; do
 		for n in $IDLE_COUNTS; do
 			rm -f "$tmp/admin.sock"
 			"$EGRESSD" -c "$tmp/idle.ini" >"$tmp/egressd.out" 2>&1 &
@@ -228,30 +231,35 @@ EOF
 			out=$("$here/loadgen" --proxy \
 			    "tcp:127.0.0.1:$((PORT_BASE + 10))" \
 			    --target "bench.test:$PORT_BASE" --mode idle \
-			    --concurrency "$n" --duration 1 --pid "$eg_pid")
-			emit "idle rep=$r $out"
+			    --concurrency "$n" --duration 1 --pid "$eg_pid" \
+			    --inflight "$inf")
+			emit "idle rep=$r inflight=$inf $out"
 			kill -TERM "$eg_pid"
 			wait "$eg_pid" 2>/dev/null
 			eg_pid=
+		done
 		done
 	done
 	kill -TERM "$up_pid"
 	wait "$up_pid" 2>/dev/null
 	up_pid=
-	# the fixed part: RSS(n) = fixed + n * per_tunnel, from the medians
+	# the fixed part: RSS(n) = fixed + n * per_tunnel, from the medians,
+	# for each number of handshakes in flight
 	awk '$1 == "idle" {
+		delete f
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
 			f[kv[1]] = kv[2]
 		}
-		k = f["conc"]
-		n[k]++
-		v[k, n[k]] = f["rss_kib"] - f["rss_base_kib"]
-		base[k, n[k]] = f["rss_base_kib"]
+		g = f["inflight"]; k = f["conc"]
+		groups[g] = 1; counts[g, k] = 1
+		n[g, k]++
+		v[g, k, n[g, k]] = f["rss_kib"] - f["rss_base_kib"]
+		base[g, k, n[g, k]] = f["rss_base_kib"]
 	}
-	function med(k, arr,   i, j, t, a, m) {
-		m = n[k]
-		for (i = 1; i <= m; i++) a[i] = arr[k, i]
+	function med(g, k, arr,   i, j, t, a, m) {
+		m = n[g, k]
+		for (i = 1; i <= m; i++) a[i] = arr[g, k, i]
 		for (i = 2; i <= m; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
 				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
@@ -259,20 +267,26 @@ EOF
 		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 	}
 	END {
-		lo = ""; hi = ""
-		for (k in n) {
-			if (lo == "" || k + 0 < lo + 0) lo = k
-			if (hi == "" || k + 0 > hi + 0) hi = k
+		for (g in groups) {
+			lo = ""; hi = ""
+			for (gk in counts) {
+				split(gk, q, SUBSEP)
+				if (q[1] != g) continue
+				k = q[2]
+				if (lo == "" || k + 0 < lo + 0) lo = k
+				if (hi == "" || k + 0 > hi + 0) hi = k
+			}
+			if (lo == "" || lo == hi)
+				continue
+			dl = med(g, lo, v); dh = med(g, hi, v)
+			slope = (dh - dl) / (hi - lo)
+			printf "idlefit inflight=%d low=%d high=%d " \
+			    "kib_per_tunnel_low=%.2f kib_per_tunnel_high=%.2f " \
+			    "marginal_kib_per_tunnel=%.2f fixed_kib=%.0f " \
+			    "rss_base_kib=%.0f\n", g, lo, hi, dl / lo, dh / hi,
+			    slope, dl - slope * lo, med(g, lo, base)
 		}
-		if (lo == "" || lo == hi)
-			exit
-		dl = med(lo, v); dh = med(hi, v)
-		slope = (dh - dl) / (hi - lo)
-		printf "idlefit low=%d high=%d kib_per_tunnel_low=%.2f " \
-		    "kib_per_tunnel_high=%.2f marginal_kib_per_tunnel=%.2f " \
-		    "fixed_kib=%.0f rss_base_kib=%.0f\n", lo, hi, dl / lo,
-		    dh / hi, slope, dl - slope * lo, med(lo, base)
-	}' "$results" | while read -r l; do emit "$l"; done
+	}' "$results" | sort | while read -r l; do emit "$l"; done
 }
 
 for part in $PARTS; do
