@@ -13,8 +13,15 @@
 # epoll_wait calls, epoll_ctl calls and context switches per MB, and bytes
 # per splice.  Everything on 127.0.0.1.
 #
+# With perf(1) and SCHED=1 (the default), it then answers whether the
+# free layout waits: one more run each of direct and egressd under
+# `perf sched record -a` for 1 s, summed per process from `perf sched
+# timehist`: run time, sleep (waiting for data or room), scheduling delay
+# (runnable, waiting for a CPU), and the CPUs' idle time ("bulksched" lines;
+# "other" is everything else on the machine).
+#
 # Tunables: EGRESSD, REPS (3), DUR (4), PORT_BASE (23300), LAYOUTS
-# ("free cpu0"), PROXIES ("direct floor egressd"), BENCH_TMP.
+# ("free cpu0"), PROXIES ("direct floor egressd"), SCHED (1), BENCH_TMP.
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +31,7 @@ DUR=${DUR:-4}
 PORT_BASE=${PORT_BASE:-23300}
 LAYOUTS=${LAYOUTS:-"free cpu0"}
 PROXIES=${PROXIES:-"direct floor egressd"}
+SCHED=${SCHED:-1}
 P_SOURCE=$PORT_BASE
 P_EGRESSD=$((PORT_BASE + 10))
 P_FLOOR=$((PORT_BASE + 13))
@@ -147,4 +155,52 @@ for px in $PROXIES; do
 	sleep 0.5
 done
 done
+done
+
+# --- does the free layout wait? -------------------------------------------
+[ "$have_perf" = 1 ] && [ "$SCHED" = 1 ] || exit 0
+taskset -a -p -c "0-$((ncpu - 1))" "$up_pid" >/dev/null
+for px in direct egressd; do
+	if [ "$px" = egressd ]; then
+		"$EGRESSD" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
+		px_pid=$!; wait_port "$P_EGRESSD"
+		via="--proxy tcp:127.0.0.1:$P_EGRESSD"; tgt=bench.test:$P_SOURCE
+	else
+		via="--direct"; tgt=127.0.0.1:$P_SOURCE
+	fi
+	# shellcheck disable=SC2086
+	"$here/loadgen" $via --target "$tgt" --mode bulk --concurrency 1 \
+	    --duration 3 --label "$px" >"$tmp/sched-lg.out" &
+	lg=$!
+	sleep 1
+	perf sched record -a -o "$tmp/sched.data" -- sleep 1 >/dev/null 2>&1
+	wait "$lg"
+	perf sched timehist -i "$tmp/sched.data" 2>/dev/null | awk -v px="$px" \
+	    -v up="$up_pid" -v lgp="$lg" -v pp="${px_pid:-none}" \
+	    -v mbs="$(sed -n 's/.*mb_per_s=\([0-9.]*\).*/\1/p' "$tmp/sched-lg.out")" '
+	NR > 3 && NF >= 6 && $4 ~ /^[0-9.]+$/ {
+		# "name[tid]" or "name[tid/pid]": ours by PID, the rest "other"
+		t = $3
+		id = t; sub(/^.*\[/, "", id); sub(/\]$/, "", id)
+		np = split(id, q, "/"); pid = q[np]
+		if (t ~ /^<idle>/) k = "idle"
+		else if (pid == up) k = "upstream"
+		else if (pid == lgp) k = "loadgen"
+		else if (pid == pp) k = "egressd"
+		else k = "other"
+		w[k] += $4; d[k] += $5; r[k] += $6
+	}
+	END {
+		n = split("upstream egressd loadgen other idle", o, " ")
+		for (i = 1; i <= n; i++) {
+			k = o[i]
+			if (!(k in r)) continue
+			printf "bulksched proxy=%s mb_per_s=%s task=%s run_ms=%.0f " \
+			    "sleep_ms=%.0f delay_ms=%.0f\n", px, mbs, k, r[k],
+			    k == "idle" ? 0 : w[k], k == "idle" ? 0 : d[k]
+		}
+	}'
+	if [ -n "$px_pid" ]; then
+		kill -TERM "$px_pid"; wait "$px_pid" 2>/dev/null; px_pid=
+	fi
 done
