@@ -1,8 +1,12 @@
 /*
  * bench-decide.c: how long one allowlist decision takes.  It builds a
- * phase of 10 and one of 10,000 entries (exact names and wildcards), then
- * times parsing a CONNECT head and matching its host, in batches, and
- * prints the median nanoseconds per decision for each size.
+ * phase of each size given on the command line (default 10, 1,000 and
+ * 100,000 entries: exact names and wildcards), then times parsing a
+ * CONNECT head and matching its host, in batches, and prints the median
+ * nanoseconds per decision for each size, and how long building the phase
+ * took.  With --raw, one machine-readable line per size:
+ *   decide entries=N build_ms=.. ns_per_decision=.. ns_per_match=..
+ *       p10_ns=.. p90_ns=..
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +85,8 @@ now_ns(void)
  * Median ns per decision (parse + match, or match alone when
  * match_only) and the number allowed in one batch.
  */
+static double spread_lo, spread_hi;	/* p10, p90 of the last run() */
+
 static double
 run(const struct eg_phase *p, size_t n, int match_only, size_t *allowed)
 {
@@ -146,25 +152,56 @@ run(const struct eg_phase *p, size_t n, int match_only, size_t *allowed)
 			samples[s - 1] = (now_ns() - t0) / BATCH;
 	}
 	qsort(samples, SAMPLES, sizeof(samples[0]), cmp_double);
+	spread_lo = samples[SAMPLES / 10];
+	spread_hi = samples[SAMPLES * 9 / 10];
 	return samples[SAMPLES / 2];
 }
 
 int
-main(void)
+main(int argc, char *argv[])
 {
-	static const size_t sizes[] = { 10, 10000 };
+	static const size_t defsizes[] = { 10, 1000, 100000 };
+	size_t sizes[16], nsizes = 0;
 	struct eg_phase p;
 	size_t i, allowed;
-	double ns;
+	double ns, nsm, lo, hi, t0, bms;
+	int a, raw = 0;
 
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--raw") == 0)
+			raw = 1;
+		else if (nsizes < 16 && atol(argv[a]) > 0)
+			sizes[nsizes++] = (size_t)atol(argv[a]);
+		else {
+			fprintf(stderr, "usage: bench-decide [--raw] "
+			    "[ENTRIES ...]\n");
+			return 2;
+		}
+	}
+	if (nsizes == 0)
+		for (; nsizes < sizeof(defsizes) / sizeof(defsizes[0]);
+		    nsizes++)
+			sizes[nsizes] = defsizes[nsizes];
+	for (i = 0; i < nsizes; i++) {
+		t0 = now_ns();
 		build(&p, sizes[i]);
+		bms = (now_ns() - t0) / 1e6;
 		ns = run(&p, sizes[i], 0, &allowed);
-		printf("%zu entries: median %.0f ns per decision "
-		    "(%zu of %d allowed)\n", sizes[i], ns, allowed, BATCH);
-		ns = run(&p, sizes[i], 1, &allowed);
-		printf("%zu entries: median %.0f ns per match alone\n",
-		    sizes[i], ns);
+		lo = spread_lo;
+		hi = spread_hi;
+		nsm = run(&p, sizes[i], 1, &allowed);
+		if (raw)
+			printf("decide entries=%zu build_ms=%.1f "
+			    "ns_per_decision=%.0f ns_per_match=%.0f "
+			    "p10_ns=%.0f p90_ns=%.0f allowed=%zu/%d\n",
+			    sizes[i], bms, ns, nsm, lo, hi, allowed, BATCH);
+		else {
+			printf("%zu entries: median %.0f ns per decision "
+			    "(p10-p90 %.0f-%.0f; %zu of %d allowed)\n",
+			    sizes[i], ns, lo, hi, allowed, BATCH);
+			printf("%zu entries: median %.0f ns per match alone "
+			    "(phase built in %.1f ms)\n", sizes[i], nsm, bms);
+		}
 		eg_phase_clear(&p);
 	}
 	return 0;

@@ -61,6 +61,10 @@ static int n_switch = 200;	/* -k */
 static int n_thr = 8;		/* -j */
 static const char *egressd_bin;	/* -e */
 static int keep;		/* --keep */
+static int switch_only;		/* --switch: only step 4, interleaved */
+static int n_rounds = 10;	/* -r: rounds of --switch */
+static int counts[8] = { 0, 1000, 9000 };	/* -T: tunnels open elsewhere */
+static int n_counts = 3;
 
 static char work[256], admin_path[320], sdir[320], audit_path[320];
 static pid_t eg_pid = -1;
@@ -816,13 +820,140 @@ run_latency(void)
 		sess_delete(&busy[k]);
 }
 
+/*
+ * --switch: the p50/p99 time to the admin 200 of one session's phase
+ * switch with counts[] tunnels open in nine other sessions, interleaved:
+ * every round visits each count (forward on odd rounds, backward on even
+ * ones, so a drift of the machine hits every count alike), opens or closes
+ * tunnels to reach it, waits until egressd is idle, and times n_switch
+ * switches.  Prints one line per count: p50 and p99 over all its samples,
+ * the [min-max] of the per-round p99s, and the ratio of p99s to count 0.
+ */
+static int
+fds_settle(int want)
+{
+	int i, n = -1, last = -1;
+
+	/* egressd's descriptors: stable for 300 ms, and at want if given */
+	for (i = 0; i < 300; i++) {
+		n = proc_fds();
+		if (n == last && (want < 0 || n <= want))
+			break;
+		last = n;
+		usleep(100000);
+	}
+	return n;
+}
+
+static void
+run_switch_interleaved(void)
+{
+	struct sess q, busy[BUSY_SESSIONS];
+	uint64_t **lat, *rp99, *all, p50, p99, p99_0 = 0;
+	int *fds, nopen = 0, r, ci, c, i, k, st, bad = 0, fd0, maxc = 0;
+	double rmin, rmax;
+
+	memset(&q, 0, sizeof(q));
+	snprintf(q.name, sizeof(q.name), "quiet");
+	if (sess_create(&q, 0) != 201)
+		fatal("cannot create session quiet");
+	for (k = 0; k < BUSY_SESSIONS; k++) {
+		memset(&busy[k], 0, sizeof(busy[k]));
+		snprintf(busy[k].name, sizeof(busy[k].name), "busy%d", k);
+		if (sess_create(&busy[k], 0) != 201)
+			fatal("cannot create session %s", busy[k].name);
+	}
+	for (ci = 0; ci < n_counts; ci++)
+		if (counts[ci] > maxc)
+			maxc = counts[ci];
+	lat = calloc((size_t)n_counts, sizeof(*lat));
+	rp99 = calloc((size_t)n_counts * (size_t)n_rounds, sizeof(*rp99));
+	all = malloc(sizeof(uint64_t) * (size_t)n_switch * (size_t)n_rounds);
+	fds = malloc(sizeof(int) * (size_t)(maxc + 1));
+	if (lat == NULL || rp99 == NULL || all == NULL || fds == NULL)
+		fatal("out of memory");
+	for (ci = 0; ci < n_counts; ci++)
+		if ((lat[ci] = malloc(sizeof(uint64_t) * (size_t)n_switch *
+		    (size_t)n_rounds)) == NULL)
+			fatal("out of memory");
+	fd0 = fds_settle(-1);
+	for (r = 0; r < n_rounds; r++) {
+		for (c = 0; c < n_counts; c++) {
+			ci = r % 2 ? n_counts - 1 - c : c;
+			while (nopen > counts[ci])
+				close(fds[--nopen]);
+			while (nopen < counts[ci]) {
+				st = tunnel(busy[nopen % BUSY_SESSIONS].sock,
+				    phase_host[0], &fds[nopen]);
+				if (st != 200)
+					fatal("tunnel %d: %d", nopen, st);
+				nopen++;
+			}
+			/* egressd: 2 descriptors per tunnel, then quiet */
+			fds_settle(fd0 + 2 * nopen);
+			for (i = 0; i < n_switch; i++) {
+				uint64_t t0 = now_us();
+
+				if (sess_set_phase(&q, !q.phase) != 200)
+					bad++;
+				lat[ci][r * n_switch + i] = now_us() - t0;
+			}
+			memcpy(all, lat[ci] + r * n_switch,
+			    sizeof(uint64_t) * (size_t)n_switch);
+			qsort(all, (size_t)n_switch, sizeof(*all), cmp_u64);
+			rp99[ci * n_rounds + r] = all[(n_switch * 99) / 100];
+		}
+	}
+	check(bad == 0, "%d switches of session quiet answered 200 (%d not)",
+	    n_switch * n_rounds * n_counts, bad);
+	for (ci = 0; ci < n_counts; ci++) {
+		size_t n = (size_t)n_switch * (size_t)n_rounds;
+
+		qsort(lat[ci], n, sizeof(uint64_t), cmp_u64);
+		p50 = lat[ci][n / 2];
+		p99 = lat[ci][(n * 99) / 100];
+		rmin = rmax = (double)rp99[ci * n_rounds];
+		for (r = 1; r < n_rounds; r++) {
+			double v = (double)rp99[ci * n_rounds + r];
+
+			rmin = v < rmin ? v : rmin;
+			rmax = v > rmax ? v : rmax;
+		}
+		if (ci == 0)
+			p99_0 = p99;
+		printf("switch open=%d samples=%zu p50_ms=%.3f p99_ms=%.3f "
+		    "round_p99_min_ms=%.3f round_p99_max_ms=%.3f "
+		    "p99_vs_first=%.2f\n", counts[ci], n, p50 / 1e3,
+		    p99 / 1e3, rmin / 1e3, rmax / 1e3,
+		    p99_0 ? (double)p99 / (double)p99_0 : 0.0);
+		if (ci > 0 && counts[ci] >= 9000)
+			check(p99 <= 2 * p99_0, "p99 with %d tunnels open in "
+			    "other sessions within 2x of %d open (%.2fx; "
+			    "target <= 2x)", counts[ci], counts[0],
+			    p99_0 ? (double)p99 / (double)p99_0 : 0.0);
+	}
+	while (nopen > 0)
+		close(fds[--nopen]);
+	for (ci = 0; ci < n_counts; ci++)
+		free(lat[ci]);
+	free(lat);
+	free(rp99);
+	free(all);
+	free(fds);
+	sess_delete(&q);
+	for (k = 0; k < BUSY_SESSIONS; k++)
+		sess_delete(&busy[k]);
+}
+
 /* --- main --------------------------------------------------------------- */
 
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: sessions -e EGRESSD [-n SESSIONS] "
-	    "[-t TUNNELS] [-k SWITCHES] [-j THREADS] [--keep]\n");
+	    "[-t TUNNELS] [-k SWITCHES] [-j THREADS] [--keep]\n"
+	    "       sessions -e EGRESSD --switch [-T N,N,...] [-k SWITCHES] "
+	    "[-r ROUNDS] [--keep]\n");
 	exit(2);
 }
 
@@ -832,6 +963,7 @@ main(int argc, char *argv[])
 	static const struct option lo[] = {
 		{ "egressd", required_argument, NULL, 'e' },
 		{ "keep", no_argument, NULL, 'K' },
+		{ "switch", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct rlimit rl;
@@ -839,8 +971,22 @@ main(int argc, char *argv[])
 	uint64_t t0, dt;
 	int c, i, st, bad, fds0, fds1, need;
 
-	while ((c = getopt_long(argc, argv, "e:n:t:k:j:", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "e:n:t:k:j:r:T:", lo, NULL)) != -1)
 		switch (c) {
+		case 'S': switch_only = 1; break;
+		case 'r': n_rounds = atoi(optarg); break;
+		case 'T': {
+			char *e = optarg;
+
+			for (n_counts = 0; n_counts < 8 && *e != '\0';) {
+				counts[n_counts++] = (int)strtol(e, &e, 10);
+				if (*e == ',')
+					e++;
+				else if (*e != '\0')
+					usage();
+			}
+			break;
+		}
 		case 'e': egressd_bin = optarg; break;
 		case 'n': n_sess = atoi(optarg); break;
 		case 't': n_tun = atoi(optarg); break;
@@ -850,8 +996,16 @@ main(int argc, char *argv[])
 		default: usage();
 		}
 	if (egressd_bin == NULL || n_sess < 1 || n_sess > 9999 || n_tun < 0 ||
-	    n_switch < 1 || n_thr < 1 || n_thr > 256)
+	    n_switch < 1 || n_thr < 1 || n_thr > 256 || n_rounds < 1 ||
+	    n_counts < 1)
 		usage();
+	if (switch_only)
+		for (n_tun = i = 0; i < n_counts; i++) {
+			if (counts[i] < 0)
+				usage();
+			if (counts[i] > n_tun)
+				n_tun = counts[i];
+		}
 	if (access(egressd_bin, X_OK) == -1)
 		fatal("%s: %s", egressd_bin, strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
@@ -887,6 +1041,13 @@ main(int argc, char *argv[])
 		fatal("out of memory");
 	for (i = 0; i < n_sess; i++)
 		snprintf(ss[i].name, sizeof(ss[i].name), "s%04d", i);
+	if (switch_only) {
+		run_switch_interleaved();
+		printf("%s: %d check%s failed\n", failures ? "FAILED" :
+		    "PASSED", failures, failures == 1 ? "" : "s");
+		cleanup();
+		return failures ? 1 : 0;
+	}
 
 	/* 1: create */
 	fds0 = proc_fds();
