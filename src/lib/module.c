@@ -20,6 +20,13 @@ extern const struct eg_module eg_mod_sandbox;
 #define MOD_SANDBOX	NULL
 #endif
 
+#ifdef ENABLE_RECORD
+extern const struct eg_module eg_mod_record;
+#define MOD_RECORD	(&eg_mod_record)
+#else
+#define MOD_RECORD	NULL
+#endif
+
 static const char *const sandbox_cmds[] = { "run", "relay", NULL };
 static const char *const replay_cmds[] = { "replay", NULL };
 static const char *const record_cmds[] = { "record", NULL };
@@ -27,7 +34,7 @@ static const char *const record_cmds[] = { "record", NULL };
 static const struct eg_module_slot builtin[] = {
 	{ "sandbox",	sandbox_cmds,	MOD_SANDBOX },
 	{ "replay",	replay_cmds,	NULL },
-	{ "record",	record_cmds,	NULL },
+	{ "record",	record_cmds,	MOD_RECORD },
 	{ NULL, NULL, NULL }
 };
 _Static_assert(nitems(builtin) <= EG_MODULES_MAX + 1,

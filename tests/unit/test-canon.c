@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "tap.h"
-#include "canon.h"
+#include "../../src/mod/record/canon.h"
 
 /* every escape class, DEL, U+2028, non-ASCII, an embedded NUL */
 static const char tricky[] = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f"

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "alloc.h"
 #include "canon.h"
 
 #define CANON_DEPTH	64
@@ -35,7 +36,7 @@ cb_add(struct cbuf *b, const void *s, size_t n)
 		ncap = b->cap ? b->cap : 256;
 		while (ncap < b->len + n + 1)
 			ncap *= 2;
-		if ((np = realloc(b->p, ncap)) == NULL)
+		if ((np = eg_realloc(b->p, ncap)) == NULL)
 			return -1;
 		b->p = np;
 		b->cap = ncap;
@@ -194,7 +195,7 @@ cb_value(struct cbuf *b, const json_t *v, int depth)
 		return cb_add(b, "]", 1);
 	case JSON_OBJECT:
 		n = json_object_size(v);
-		if ((keys = calloc(n ? n : 1, sizeof(*keys))) == NULL)
+		if ((keys = eg_calloc(n ? n : 1, sizeof(*keys))) == NULL)
 			return -1;
 		i = 0;
 		json_object_keylen_foreach((json_t *)(uintptr_t)v, k, klen, m) {
@@ -214,7 +215,7 @@ cb_value(struct cbuf *b, const json_t *v, int depth)
 			    cb_add(b, ":", 1) == -1 ||
 			    cb_value(b, keys[i].v, depth + 1) == -1)
 				rc = -1;
-		free(keys);
+		eg_free(keys);
 		return rc == -1 ? -1 : cb_add(b, "}", 1);
 	}
 	errno = EINVAL;
@@ -233,7 +234,7 @@ rr_canon_dump(const json_t *v, size_t *len)
 	}
 	if (cb_value(&b, v, 0) == -1) {
 		saved = errno;
-		free(b.p);
+		eg_free(b.p);
 		errno = saved;
 		return NULL;
 	}
