@@ -79,9 +79,10 @@ rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
 		errno = EINVAL;
 		goto fail;
 	}
+	/* read until EOF, at most max + 1 bytes (one more is "too big") */
 	for (;;) {
-		if (cap - n < 4096 + 1) {
-			if (cap >= max + 1) {
+		if (n == cap) {
+			if (cap > max) {
 				errno = EFBIG;
 				goto fail;
 			}
@@ -100,10 +101,10 @@ rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
 		if (r == 0)
 			break;
 		n += (size_t)r;
-		if (n > max) {
-			errno = EFBIG;
-			goto fail;
-		}
+	}
+	if (n > max) {
+		errno = EFBIG;
+		goto fail;
 	}
 	if (buf == NULL && (buf = eg_malloc(1)) == NULL)
 		goto fail;
