@@ -29,7 +29,8 @@ extern const struct eg_module eg_mod_record;
 
 static const char *const sandbox_cmds[] = { "run", "relay", NULL };
 static const char *const replay_cmds[] = { "replay", NULL };
-static const char *const record_cmds[] = { "record", NULL };
+static const char *const record_cmds[] = { "record", "audit-verify",
+    NULL };
 
 static const struct eg_module_slot builtin[] = {
 	{ "sandbox",	sandbox_cmds,	MOD_SANDBOX },
@@ -63,6 +64,19 @@ eg_module_index(const struct eg_module *m)
 		if (m != NULL && eg_module_table[i].mod == m)
 			return i;
 	return -1;
+}
+
+const struct eg_audit_ops *
+eg_module_audit_ops(void)
+{
+	size_t i;
+
+	for (i = 0; i < EG_MODULES_MAX && eg_module_table[i].name != NULL;
+	    i++)
+		if (eg_module_table[i].mod != NULL &&
+		    eg_module_table[i].mod->audit != NULL)
+			return eg_module_table[i].mod->audit;
+	return NULL;
 }
 
 /* --- public ------------------------------------------------------------------ */
