@@ -39,8 +39,6 @@
 
 #include <jansson.h>
 #include <mbedtls/base64.h>
-#include <mbedtls/ecp.h>
-#include <mbedtls/error.h>
 #include <mbedtls/pk.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/version.h>
@@ -49,6 +47,7 @@
 #include "alloc.h"
 #include "canon.h"
 #include "../common/fsutil.h"
+#include "record.h"
 #include "seal.h"
 #include "verify.h"
 
@@ -113,7 +112,7 @@ check_record(struct rc *c)
 	size_t len, clen, i;
 	const char *why = NULL;
 
-	if ((buf = rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len)) ==
+	if ((buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len)) ==
 	    NULL) {
 		report(c, 0, "record.json", "%s", strerror(errno));
 		return -1;
@@ -124,7 +123,7 @@ check_record(struct rc *c)
 		eg_free(buf);
 		return -1;
 	}
-	canon = rr_canon_dump(c->rec, &clen);
+	canon = eg_rr_canon_dump(c->rec, &clen);
 	run = json_object_get(c->rec, "run");
 	audit = json_object_get(c->rec, "audit");
 	steps = json_object_get(c->rec, "steps");
@@ -185,27 +184,18 @@ check_sig(struct rc *c)
 {
 	mbedtls_pk_context pk;
 	unsigned char hash[32], sig[512];
-	char *b64 = NULL, *rec = NULL, msg[128];
+	char *b64 = NULL, *rec = NULL, msg[512];
 	size_t b64len, reclen, siglen, i, j;
-	int e;
 
 	if (c->pubkey == NULL) {
 		report(c, -1, "record.sig", "not checked (no --pubkey)");
 		return;
 	}
-	mbedtls_pk_init(&pk);
-	if ((e = mbedtls_pk_parse_public_keyfile(&pk, c->pubkey)) != 0) {
-		mbedtls_strerror(e, msg, sizeof(msg));
-		report(c, 0, "record.sig", "%s: %s", c->pubkey, msg);
-		goto out;
+	if (rc_load_key(&pk, c->pubkey, 0, msg, sizeof(msg)) == -1) {
+		report(c, 0, "record.sig", "%s", msg);
+		return;
 	}
-	if (!mbedtls_pk_can_do(&pk, MBEDTLS_PK_ECKEY) ||
-	    mbedtls_pk_ec(pk)->grp.id != MBEDTLS_ECP_DP_SECP256R1) {
-		report(c, 0, "record.sig", "%s: not an ECDSA P-256 public key",
-		    c->pubkey);
-		goto out;
-	}
-	if ((b64 = rr_read_file(c->dirfd, "record.sig", 4096, &b64len)) ==
+	if ((b64 = eg_rr_read_file(c->dirfd, "record.sig", 4096, &b64len)) ==
 	    NULL) {
 		report(c, 0, "record.sig", "%s", strerror(errno));
 		goto out;
@@ -218,7 +208,7 @@ check_sig(struct rc *c)
 		report(c, 0, "record.sig", "not base64");
 		goto out;
 	}
-	if ((rec = rr_read_file(c->dirfd, "record.json", RR_JSON_MAX,
+	if ((rec = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX,
 	    &reclen)) == NULL) {
 		report(c, 0, "record.sig", "record.json: %s", strerror(errno));
 		goto out;
@@ -274,7 +264,7 @@ check_run(struct rc *c)
 	json_t *run;
 	size_t i;
 
-	if ((run = rr_load_json(c->dirfd, "run.json", err, sizeof(err))) ==
+	if ((run = eg_rr_load_json(c->dirfd, "run.json", err, sizeof(err))) ==
 	    NULL) {
 		report(c, 0, "run.json", "%s", err);
 		return;
@@ -316,12 +306,12 @@ check_receipt(struct rc *c, const json_t *s)
 
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/receipt.json", dir);
-	if ((rec = rr_load_json(c->dirfd, path, err, sizeof(err))) == NULL) {
+	if ((rec = eg_rr_load_json(c->dirfd, path, err, sizeof(err))) == NULL) {
 		report(c, 0, path, "%s", strncmp(err, path, strlen(path)) == 0 &&
 		    err[strlen(path)] == ':' ? err + strlen(path) + 2 : err);
 		return;
 	}
-	f = rr_receipt_filter(rec, public);
+	f = eg_rr_receipt_filter(rec, public);
 	want = json_deep_copy(s);
 	json_object_del(want, "manifest");
 	if (f == NULL || want == NULL || !json_equal(f, want))
@@ -383,7 +373,7 @@ check_files(struct rc *c, const json_t *s)
 
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	disk = rr_load_json(c->dirfd, path, err, sizeof(err));
+	disk = eg_rr_load_json(c->dirfd, path, err, sizeof(err));
 	if (disk == NULL && errno == ENOENT && json_array_size(man) == 0 &&
 	    strcmp(jstr(s, "state") ? jstr(s, "state") : "", "skipped") == 0) {
 		report(c, 1, dir, "skipped, nothing captured");
@@ -393,7 +383,7 @@ check_files(struct rc *c, const json_t *s)
 		report(c, 0, dir, "%s", err);
 		return;
 	}
-	f = rr_manifest_filter(disk);
+	f = eg_rr_manifest_filter(disk);
 	json_decref(disk);
 	if (f == NULL || !json_equal(f, man)) {
 		json_decref(f);
@@ -502,7 +492,7 @@ check_order(struct rc *c)
 		    "record", c->ndirs, n);
 		return;
 	}
-	run = rr_load_json(c->dirfd, "run.json", err, sizeof(err));
+	run = eg_rr_load_json(c->dirfd, "run.json", err, sizeof(err));
 	if (run != NULL && json_is_integer(json_object_get(run, "steps")) &&
 	    json_integer_value(json_object_get(run, "steps")) !=
 	    (json_int_t)n) {
@@ -727,7 +717,7 @@ out:
 /* --- main ---------------------------------------------------------------------------- */
 
 static int
-rr_check(const char *dir, const char *pubkey)
+eg_rr_check(const char *dir, const char *pubkey)
 {
 	struct rc c;
 	const json_t *steps;
@@ -747,7 +737,7 @@ rr_check(const char *dir, const char *pubkey)
 	check_digest(&c, "plan.ini", "plan_sha256");
 	check_digest(&c, "config.ini", "config_sha256");
 	check_run(&c);
-	c.dirs = rr_step_dirs(c.dirfd, &c.ndirs);
+	c.dirs = eg_rr_step_dirs(c.dirfd, &c.ndirs);
 	if (c.dirs == NULL && c.ndirs == (size_t)-1) {
 		report(&c, 0, "steps", "%s", strerror(errno));
 		c.ndirs = 0;
@@ -764,7 +754,7 @@ rr_check(const char *dir, const char *pubkey)
 out:
 	fputs(closing, stdout);
 	fflush(stdout);
-	rr_strv_free(c.dirs, c.ndirs);
+	eg_rr_strv_free(c.dirs, c.ndirs);
 	json_decref(c.rec);
 	if (c.dirfd != -1)
 		close(c.dirfd);
@@ -772,7 +762,7 @@ out:
 }
 
 int
-rr_check_main(int argc, char *argv[])
+rc_check_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "pubkey",	required_argument, NULL, 'p' },
@@ -802,5 +792,5 @@ rr_check_main(int argc, char *argv[])
 		fputs(check_usage, stderr);
 		return 2;
 	}
-	return rr_check(argv[optind], pubkey);
+	return eg_rr_check(argv[optind], pubkey);
 }

@@ -5,7 +5,7 @@
  * and writes DIR/record.json, the canonical run record, and with a key
  * DIR/record.sig, the base64 of the DER ECDSA P-256/SHA-256 signature of
  * record.json's bytes.  Privacy: the receipts pass through
- * rr_receipt_filter() (commands and environment values only as sha256
+ * eg_rr_receipt_filter() (commands and environment values only as sha256
  * unless the run is public; secrets never, not even hashed).  Usable on
  * its own (after a --resume, or to re-sign with another key); replay
  * calls it at the end of every run through egress_module_main().
@@ -28,8 +28,6 @@
 #include <jansson.h>
 #include <mbedtls/base64.h>
 #include <mbedtls/ctr_drbg.h>
-#include <mbedtls/ecp.h>
-#include <mbedtls/error.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/pk.h>
 #include <mbedtls/sha256.h>
@@ -39,18 +37,15 @@
 #include "alloc.h"
 #include "canon.h"
 #include "../common/fsutil.h"
+#include "record.h"
 #include "seal.h"
 
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define PK_PARSE_KEYFILE(pk, path, rng, prng) \
-	mbedtls_pk_parse_keyfile((pk), (path), NULL, (rng), (prng))
 #define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
 	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (cap), (len), \
 	    (rng), (prng))
 #define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
 #else
-#define PK_PARSE_KEYFILE(pk, path, rng, prng) \
-	mbedtls_pk_parse_keyfile((pk), (path), NULL)
 #define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
 	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (len), \
 	    (rng), (prng))
@@ -63,7 +58,7 @@ static const char seal_usage[] =
 /* --- shared helpers ------------------------------------------------------- */
 
 char *
-rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
+eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	char *buf = NULL, *nb;
@@ -122,14 +117,14 @@ fail:
 }
 
 json_t *
-rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
+eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *v;
 	char *buf;
 	size_t len;
 
-	if ((buf = rr_read_file(dirfd, path, RR_JSON_MAX, &len)) == NULL) {
+	if ((buf = eg_rr_read_file(dirfd, path, RR_JSON_MAX, &len)) == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
@@ -183,7 +178,7 @@ env_filter(const json_t *env, const json_t *secrets)
 }
 
 json_t *
-rr_receipt_filter(const json_t *receipt, int public)
+eg_rr_receipt_filter(const json_t *receipt, int public)
 {
 	const json_t *secrets = json_object_get(receipt, "secrets");
 	json_t *out, *v;
@@ -214,7 +209,7 @@ rr_receipt_filter(const json_t *receipt, int public)
 }
 
 json_t *
-rr_manifest_filter(const json_t *manifest)
+eg_rr_manifest_filter(const json_t *manifest)
 {
 	static const char *const keys[] = { "path", "size", "sha256", NULL };
 	json_t *out, *e, *o, *v;
@@ -273,7 +268,7 @@ line_head(const char *line, size_t n, char head[65])
 }
 
 int
-rr_audit_tail(int fd, uint64_t *lines, char head[65])
+eg_rr_audit_tail(int fd, uint64_t *lines, char head[65])
 {
 	/* the last line is kept up to this many bytes (a chain value sits
 	 * in its last 80 bytes, so a longer line keeps only its tail) */
@@ -338,7 +333,7 @@ strp_cmp(const void *a, const void *b)
 }
 
 void
-rr_strv_free(char **v, size_t n)
+eg_rr_strv_free(char **v, size_t n)
 {
 	size_t i;
 
@@ -348,7 +343,7 @@ rr_strv_free(char **v, size_t n)
 }
 
 char **
-rr_step_dirs(int dirfd, size_t *np)
+eg_rr_step_dirs(int dirfd, size_t *np)
 {
 	struct dirent *de;
 	char **v = NULL, **nv;
@@ -394,7 +389,7 @@ rr_step_dirs(int dirfd, size_t *np)
 	return v;
 fail:
 	saved = errno;
-	rr_strv_free(v, n);
+	eg_rr_strv_free(v, n);
 	closedir(d);
 	errno = saved;
 	*np = (size_t)-1;
@@ -408,39 +403,22 @@ static int
 sign_buf(const char *path, const void *buf, size_t len, char *b64,
     size_t b64cap, size_t *b64len, char *err, size_t errlen)
 {
-	static const char pers[] = "egressd record seal";
 	mbedtls_entropy_context ent;
 	mbedtls_ctr_drbg_context drbg;
 	mbedtls_pk_context pk;
 	unsigned char hash[32], sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
 	size_t siglen = 0;
-	char msg[128];
-	int rc = -1, e;
+	int rc = -1;
 
-	mbedtls_entropy_init(&ent);
-	mbedtls_ctr_drbg_init(&drbg);
-	mbedtls_pk_init(&pk);
-	if ((e = mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &ent,
-	    (const unsigned char *)pers, sizeof(pers) - 1)) != 0) {
-		mbedtls_strerror(e, msg, sizeof(msg));
-		snprintf(err, errlen, "random generator: %s", msg);
-		goto out;
-	}
-	if ((e = PK_PARSE_KEYFILE(&pk, path, mbedtls_ctr_drbg_random,
-	    &drbg)) != 0) {
-		mbedtls_strerror(e, msg, sizeof(msg));
-		snprintf(err, errlen, "%s: %s", path, msg);
-		goto out;
-	}
-	if (!mbedtls_pk_can_do(&pk, MBEDTLS_PK_ECKEY) ||
-	    mbedtls_pk_ec(pk)->grp.id != MBEDTLS_ECP_DP_SECP256R1) {
-		snprintf(err, errlen, "%s: not an ECDSA P-256 private key",
-		    path);
-		goto out;
+	if (rc_load_key(&pk, path, 1, err, errlen) == -1)
+		return -1;
+	if (rc_drbg_init(&ent, &drbg, err, errlen) == -1) {
+		mbedtls_pk_free(&pk);
+		return -1;
 	}
 	if (SHA256(buf, len, hash) != 0 ||
-	    (e = PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
-	    mbedtls_ctr_drbg_random, &drbg)) != 0) {
+	    PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
+	    mbedtls_ctr_drbg_random, &drbg) != 0) {
 		snprintf(err, errlen, "%s: signing failed", path);
 		goto out;
 	}
@@ -507,7 +485,7 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 	json_t *steps, *rec, *man, *st;
 	size_t n, i;
 
-	names = rr_step_dirs(dirfd, &n);
+	names = eg_rr_step_dirs(dirfd, &n);
 	if (names == NULL && n == (size_t)-1) {
 		snprintf(err, errlen, "steps: %s", strerror(errno));
 		return NULL;
@@ -517,18 +495,18 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "steps/%s/receipt.json",
 		    names[i]);
-		if ((rec = rr_load_json(dirfd, path, err, errlen)) == NULL)
+		if ((rec = eg_rr_load_json(dirfd, path, err, errlen)) == NULL)
 			goto fail;
 		if (!json_is_object(rec)) {
 			json_decref(rec);
 			snprintf(err, errlen, "%s: not an object", path);
 			goto fail;
 		}
-		st = rr_receipt_filter(rec, public);
+		st = eg_rr_receipt_filter(rec, public);
 		json_decref(rec);
 		snprintf(path, sizeof(path), "steps/%s/manifest.json",
 		    names[i]);
-		man = rr_load_json(dirfd, path, err, errlen);
+		man = eg_rr_load_json(dirfd, path, err, errlen);
 		if (man == NULL && errno == ENOENT &&
 		    strcmp(json_string_value(json_object_get(st, "state")) ?
 		    json_string_value(json_object_get(st, "state")) : "",
@@ -543,20 +521,20 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 			json_decref(st);
 			goto fail;
 		}
-		json_object_set_new(st, "manifest", rr_manifest_filter(man));
+		json_object_set_new(st, "manifest", eg_rr_manifest_filter(man));
 		json_decref(man);
 		json_array_append_new(steps, st);
 	}
-	rr_strv_free(names, n);
+	eg_rr_strv_free(names, n);
 	return steps;
 fail:
-	rr_strv_free(names, n);
+	eg_rr_strv_free(names, n);
 	json_decref(steps);
 	return NULL;
 }
 
 int
-rr_seal(const char *dir, const char *key, char *err, size_t errlen)
+eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 {
 	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
 	const char *const *m;
@@ -570,7 +548,7 @@ rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if ((run = rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
+	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
 		goto out;
 	if (!json_is_object(run) ||
 	    json_integer_value(json_object_get(run, "egressd_run")) != 1) {
@@ -583,7 +561,7 @@ rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	    file_sha256(dirfd, "config.ini", conf, err, errlen) == -1)
 		goto out;
 	fd = rp_open_beneath(dirfd, "audit.log", O_RDONLY | O_CLOEXEC);
-	if (fd == -1 || rr_audit_tail(fd, &lines, head) == -1) {
+	if (fd == -1 || eg_rr_audit_tail(fd, &lines, head) == -1) {
 		snprintf(err, errlen, "audit.log: %s", strerror(errno));
 		if (fd != -1)
 			close(fd);
@@ -615,7 +593,7 @@ rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	if ((buf = rr_canon_dump(rec, &len)) == NULL) {
+	if ((buf = eg_rr_canon_dump(rec, &len)) == NULL) {
 		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
 		    "a value cannot be written canonically (a real number, "
 		    "or invalid UTF-8, in run.json or a receipt)" :
@@ -654,7 +632,7 @@ out:
 }
 
 int
-rr_seal_main(int argc, char *argv[])
+rc_seal_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "key",	required_argument, NULL, 'k' },
@@ -685,7 +663,7 @@ rr_seal_main(int argc, char *argv[])
 		fputs(seal_usage, stderr);
 		return 2;
 	}
-	if (rr_seal(argv[optind], key, err, sizeof(err)) == -1) {
+	if (eg_rr_seal(argv[optind], key, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd record seal: %s: %s\n", argv[optind],
 		    err);
 		return 1;

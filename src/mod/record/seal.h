@@ -2,8 +2,9 @@
  * seal.h: the run record (SPEC "### record", "Run record"): "egressd
  * record seal" writes DIR/record.json and DIR/record.sig from a replay's
  * record directory, "egressd record check" verifies one.  The record
- * module's dispatcher (record.c) calls the two *_main() functions with
- * argv[0] = the subcommand ("seal", "check").
+ * module's dispatcher (record.c) calls rc_seal_main() and rc_check_main()
+ * (declared in record.h) with argv[0] = the subcommand ("seal",
+ * "check").  Private to src/mod/record/.
  */
 #ifndef RR_SEAL_H
 #define RR_SEAL_H
@@ -13,18 +14,16 @@
 
 #include <jansson.h>
 
-/* "seal [--key KEY] DIR": exit status 0 sealed, 1 failed, 2 usage. */
-int	rr_seal_main(int argc, char *argv[]);
-/* "check [--pubkey PUB] DIR": exit status 0 every check passed, 1 not,
- * 2 usage. */
-int	rr_check_main(int argc, char *argv[]);
+/* rc_seal_main(): "seal [--key KEY] DIR": exit status 0 sealed, 1
+ * failed, 2 usage.  rc_check_main(): "check [--pubkey PUB] DIR": 0 every
+ * check passed, 1 not, 2 usage.  Both in record.h. */
 
 /*
  * Seal the record directory dir: record.json (canonical, atomic) and,
  * with key (an ECDSA P-256 private key, PEM), record.sig; without a key
  * a stale record.sig is removed.  0, or -1 with a message in err.
  */
-int	rr_seal(const char *dir, const char *key, char *err, size_t errlen);
+int	eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen);
 
 /* --- shared by seal.c and check.c ----------------------------------------- */
 
@@ -36,10 +35,10 @@ int	rr_seal(const char *dir, const char *key, char *err, size_t errlen);
  * most max bytes, NUL-terminated, in a malloc'd buffer.  NULL with errno
  * (EFBIG beyond max, EINVAL not a regular file).
  */
-char	*rr_read_file(int dirfd, const char *path, size_t max, size_t *len);
+char	*eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len);
 /* path under dirfd parsed as JSON (duplicate keys refused); NULL with a
  * message "PATH: reason" in err. */
-json_t	*rr_load_json(int dirfd, const char *path, char *err, size_t errlen);
+json_t	*eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen);
 
 /*
  * The receipt as the record holds it: the SPEC's fields plus env_sha256,
@@ -47,9 +46,9 @@ json_t	*rr_load_json(int dirfd, const char *path, char *err, size_t errlen);
  * named in secrets, not even hashed; any other key left out.  A new
  * reference.
  */
-json_t	*rr_receipt_filter(const json_t *receipt, int public);
+json_t	*eg_rr_receipt_filter(const json_t *receipt, int public);
 /* A manifest ([{"path","size","sha256"}]) reduced to those keys. */
-json_t	*rr_manifest_filter(const json_t *manifest);
+json_t	*eg_rr_manifest_filter(const json_t *manifest);
 
 /*
  * Count the lines of an audit log (a final line without its newline
@@ -57,12 +56,12 @@ json_t	*rr_manifest_filter(const json_t *manifest);
  * the end, JSON ,"chain":"H"} at the end); head is "" when that line has
  * none.  Streams.  0, or -1 with errno.
  */
-int	rr_audit_tail(int fd, uint64_t *lines, char head[65]);
+int	eg_rr_audit_tail(int fd, uint64_t *lines, char head[65]);
 
 /* The step folder names under dirfd/steps ("NN-NAME"), sorted; *n of
  * them.  NULL and *n = 0 when there is no steps folder; NULL with errno
  * otherwise on failure (*n then (size_t)-1). */
-char	**rr_step_dirs(int dirfd, size_t *n);
-void	rr_strv_free(char **v, size_t n);
+char	**eg_rr_step_dirs(int dirfd, size_t *n);
+void	eg_rr_strv_free(char **v, size_t n);
 
 #endif
