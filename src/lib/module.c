@@ -19,6 +19,12 @@ extern const struct eg_module eg_mod_sandbox;
 #else
 #define MOD_SANDBOX	NULL
 #endif
+#ifdef ENABLE_REPLAY
+extern const struct eg_module eg_mod_replay;
+#define MOD_REPLAY	(&eg_mod_replay)
+#else
+#define MOD_REPLAY	NULL
+#endif
 
 #ifdef ENABLE_RECORD
 extern const struct eg_module eg_mod_record;
@@ -34,7 +40,7 @@ static const char *const record_cmds[] = { "record", "audit-verify",
 
 static const struct eg_module_slot builtin[] = {
 	{ "sandbox",	sandbox_cmds,	MOD_SANDBOX },
-	{ "replay",	replay_cmds,	NULL },
+	{ "replay",	replay_cmds,	MOD_REPLAY },
 	{ "record",	record_cmds,	MOD_RECORD },
 	{ NULL, NULL, NULL }
 };
