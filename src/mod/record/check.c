@@ -29,7 +29,6 @@
 #include <sys/types.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -764,33 +763,17 @@ out:
 int
 rc_check_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "pubkey",	required_argument, NULL, 'p' },
-		{ "help",	no_argument,	   NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *pubkey = NULL;
-	int ch;
+	int i;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+p:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			pubkey = optarg;
-			break;
-		case 'h':
-			fputs(check_usage, stdout);
-			return 0;
-		default:
-			fprintf(stderr, "egressd record check: bad option "
-			    "'%s'\n%s", argv[optind - 1], check_usage);
-			return 2;
-		}
+	i = eg_rr_opts(argc, argv, "check", "pubkey", &pubkey);
+	if (i == -2) {
+		fputs(check_usage, stdout);
+		return 0;
 	}
-	if (argc - optind != 1) {
+	if (i < 0 || argc - i != 1) {
 		fputs(check_usage, stderr);
 		return 2;
 	}
-	return eg_rr_check(argv[optind], pubkey);
+	return eg_rr_check(argv[i], pubkey);
 }

@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,41 +630,68 @@ out:
 	return rc;
 }
 
+/*
+ * Options without getopt(3): replay calls "record seal" from several job
+ * threads at once (-j N), and getopt's optind is process-global.  argv[0]
+ * is the subcommand; "--NAME VALUE", "--NAME=VALUE", "-h"/"--help" and
+ * "--" are understood.  Returns the index of the first operand, -1 after
+ * a usage error (message printed), -2 for --help.
+ */
+int
+eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
+    const char **value)
+{
+	size_t nl = strlen(name);
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--") == 0)
+			return i + 1;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			return -2;
+		if (a[0] != '-' || a[1] == '\0')
+			return i;
+		if (strncmp(a, "--", 2) == 0 && strncmp(a + 2, name, nl) == 0 &&
+		    a[2 + nl] == '=') {
+			*value = a + 3 + nl;
+			continue;
+		}
+		if (strncmp(a, "--", 2) == 0 && strcmp(a + 2, name) == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "egressd record %s: --%s needs "
+				    "a value\n", cmd, name);
+				return -1;
+			}
+			*value = argv[++i];
+			continue;
+		}
+		fprintf(stderr, "egressd record %s: unknown option '%.80s'\n",
+		    cmd, a);
+		return -1;
+	}
+	return i;
+}
+
 int
 rc_seal_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "key",	required_argument, NULL, 'k' },
-		{ "help",	no_argument,	   NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *key = NULL;
 	char err[1024];
-	int c;
+	int i;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+k:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			key = optarg;
-			break;
-		case 'h':
-			fputs(seal_usage, stdout);
-			return 0;
-		default:
-			fprintf(stderr, "egressd record seal: bad option "
-			    "'%s'\n%s", argv[optind - 1], seal_usage);
-			return 2;
-		}
+	i = eg_rr_opts(argc, argv, "seal", "key", &key);
+	if (i == -2) {
+		fputs(seal_usage, stdout);
+		return 0;
 	}
-	if (argc - optind != 1) {
+	if (i < 0 || argc - i != 1) {
 		fputs(seal_usage, stderr);
 		return 2;
 	}
-	if (eg_rr_seal(argv[optind], key, err, sizeof(err)) == -1) {
-		fprintf(stderr, "egressd record seal: %s: %s\n", argv[optind],
-		    err);
+	if (eg_rr_seal(argv[i], key, err, sizeof(err)) == -1) {
+		fprintf(stderr, "egressd record seal: %s: %s\n", argv[i], err);
 		return 1;
 	}
 	return 0;

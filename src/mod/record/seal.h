@@ -64,4 +64,10 @@ int	eg_rr_audit_tail(int fd, uint64_t *lines, char head[65]);
 char	**eg_rr_step_dirs(int dirfd, size_t *n);
 void	eg_rr_strv_free(char **v, size_t n);
 
+/* argv[1..] of "record CMD": the one option --NAME VALUE into *value;
+ * the index of the operand, -1 usage error (printed), -2 --help.
+ * Thread-safe (no getopt). */
+int	eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
+	    const char **value);
+
 #endif
