@@ -14,6 +14,7 @@
  *                    "egressd audit verify" does (rv_verify_files), then
  *                    its line count, last chain value and run id against
  *                    the record
+ *   audit config     the log's START config= is config.ini's sha256
  *   step order       indexes 1..N, folders NN-NAME in that order, N steps
  *   final states     every step captured or skipped, the run finished or
  *                    cancelled, its exit status consistent with the steps
@@ -456,6 +457,55 @@ check_audit(struct rc *c)
 		    "run id match the record");
 }
 
+/*
+ * The first line of the audit log is START with config= the sha256 of
+ * the configuration that ran: it must be config.ini's.
+ */
+static void
+check_audit_config(struct rc *c)
+{
+	struct egress_audit_line l;
+	const char *file = jstr(json_object_get(c->rec, "audit"), "file");
+	const char *want = jstr(c->rec, "config_sha256"), *v;
+	char buf[RV_LINE_MAX + 1];
+	size_t n = 0, vlen = 0;
+	ssize_t r;
+	int fd;
+
+	if ((fd = rp_open_beneath(c->dirfd, file, O_RDONLY | O_CLOEXEC)) ==
+	    -1) {
+		report(c, 0, "audit config", "%s: %s", file, strerror(errno));
+		return;
+	}
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) !=
+	    0) {
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			break;
+		if (memchr(buf + n, '\n', (size_t)r) != NULL) {
+			n += (size_t)r;
+			break;
+		}
+		n += (size_t)r;
+	}
+	close(fd);
+	v = memchr(buf, '\n', n);
+	if (v != NULL)
+		n = (size_t)(v - buf);
+	if (egress_audit_parse(buf, n, &l) == -1 || l.eventlen != 5 ||
+	    memcmp(l.event, "START", 5) != 0 ||
+	    (v = egress_audit_get(&l, "config", &vlen)) == NULL)
+		report(c, 0, "audit config", "the first line of %s is not a "
+		    "START line with config=", file);
+	else if (vlen != strlen(want) || memcmp(v, want, vlen) != 0)
+		report(c, 0, "audit config", "START config=%.*s, config.ini's "
+		    "sha256 is %s", (int)(vlen < 64 ? vlen : 64), v, want);
+	else
+		report(c, 1, "audit config", "START config= is config.ini's "
+		    "sha256");
+}
+
 /* --- consistency ------------------------------------------------------------------- */
 
 static void
@@ -747,6 +797,7 @@ eg_rr_check(const char *dir, const char *pubkey)
 		check_files(&c, json_array_get(steps, i));
 	}
 	check_audit(&c);
+	check_audit_config(&c);
 	check_order(&c);
 	check_states(&c);
 	check_decisions(&c);
