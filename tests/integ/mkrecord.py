@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """mkrecord.py: write a replay record directory by hand, for the record
 seal/check tests (tests/integ/record-seal.test) and the golden vector
-(tests/data/record/run/).  The layout is SPEC "### replay" plus
-/work's interfaces §2 as replay writes it: plan.ini, config.ini, run.json,
+(tests/data/record/run/).  The layout is SPEC "### replay" as replay
+writes it (receipts also with env_sha256, secrets, and command/env when
+public): plan.ini, config.ini, run.json,
 steps/NN-NAME/{receipt.json,launch.claim,manifest.json,capture.json,stdout,
 stderr,files/...}, and a chained audit.log (SPEC "### record": START first,
 chain= on every line, computed here independently of egressd) whose

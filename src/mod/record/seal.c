@@ -1,7 +1,7 @@
 /*
  * seal.c: "egressd record seal [--key KEY] DIR".  Reads a replay's record
  * directory (run.json, steps/NN-NAME/{receipt,manifest}.json, audit.log,
- * plan.ini, config.ini; interfaces of doc/internals and SPEC "### replay")
+ * plan.ini, config.ini: the record directory of SPEC "### replay")
  * and writes DIR/record.json, the canonical run record, and with a key
  * DIR/record.sig, the base64 of the DER ECDSA P-256/SHA-256 signature of
  * record.json's bytes.  Privacy: the receipts pass through
