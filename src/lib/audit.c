@@ -159,7 +159,8 @@ chain_put(struct eg_audit *a, const char *buf, size_t n)
 
 	if (n == 0)
 		return 0;
-	rc = eg_audit_write_all(a->fd, buf, n);
+	rc = eg_audit_write_all(__atomic_load_n(&a->fd, __ATOMIC_RELAXED),
+	    buf, n);
 	e = errno;
 	a->ops->commit(a->chain, rc == 0);
 	if (rc == -1)
@@ -238,7 +239,8 @@ tick_main(void *arg)
 		while (!a->tick_stop && pthread_cond_timedwait(&a->tcond,
 		    &a->wmtx, &ts) != ETIMEDOUT)
 			;
-		if (!a->tick_stop && a->fd != -1)
+		if (!a->tick_stop &&
+		    __atomic_load_n(&a->fd, __ATOMIC_RELAXED) != -1)
 			chain_checkpoint(a);
 	}
 	pthread_mutex_unlock(&a->wmtx);
