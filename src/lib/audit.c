@@ -159,7 +159,8 @@ chain_put(struct eg_audit *a, const char *buf, size_t n)
 
 	if (n == 0)
 		return 0;
-	rc = eg_audit_write_all(a->fd, buf, n);
+	rc = eg_audit_write_all(__atomic_load_n(&a->fd, __ATOMIC_RELAXED),
+	    buf, n);
 	e = errno;
 	a->ops->commit(a->chain, rc == 0);
 	if (rc == -1)
@@ -238,7 +239,8 @@ tick_main(void *arg)
 		while (!a->tick_stop && pthread_cond_timedwait(&a->tcond,
 		    &a->wmtx, &ts) != ETIMEDOUT)
 			;
-		if (!a->tick_stop && a->fd != -1)
+		if (!a->tick_stop &&
+		    __atomic_load_n(&a->fd, __ATOMIC_RELAXED) != -1)
 			chain_checkpoint(a);
 	}
 	pthread_mutex_unlock(&a->wmtx);
@@ -253,7 +255,7 @@ eg_audit_chain(struct eg_audit *a, const struct eg_audit_ops *ops,
 	pthread_condattr_t ca;
 	char msg[512], last[EG_AUDIT_LINE + EG_AUDIT_CHAIN_ROOM], prev[65];
 	size_t n;
-	int rc, have_prev = 0;
+	int rc, rfd, have_prev = 0;
 
 	if (a->fd == -1 || a->chain != NULL)
 		return 0;
@@ -262,10 +264,16 @@ eg_audit_chain(struct eg_audit *a, const struct eg_audit_ops *ops,
 		return eg_err_set(err, EINVAL, "%s", msg[0] ? msg :
 		    "cannot set up the audit chain");
 	a->ops = ops;
-	/* a restart appending to a chained file continues its chain */
-	if ((n = last_line(a->fd, last, sizeof(last))) > 0 &&
-	    ops->line_head(last, n, prev) == 0)
-		have_prev = 1;
+	/* a restart appending to a chained file continues its chain (the
+	 * writer's descriptor is write-only: the file is read through
+	 * another) */
+	if (!a->is_stdout && (rfd = open(a->path, O_RDONLY | O_CLOEXEC |
+	    (a->private ? O_NOFOLLOW : 0))) != -1) {
+		if ((n = last_line(rfd, last, sizeof(last))) > 0 &&
+		    ops->line_head(last, n, prev) == 0)
+			have_prev = 1;
+		close(rfd);
+	}
 	pthread_mutex_lock(&a->wmtx);
 	rc = chain_start(a, have_prev ? prev : NULL);
 	pthread_mutex_unlock(&a->wmtx);
