@@ -1,7 +1,7 @@
 /*
  * canon.h: canonical JSON for the run record (SPEC "### record").
  *
- * Rules (also in tests/data/record/README): object keys sorted by code
+ * Rules (also in tests/data/record/README.md): object keys sorted by code
  * point (= byte order of their UTF-8), no whitespace, strings as raw
  * UTF-8 with only '"', '\\' and the C0 controls escaped (\b \f \n \r \t,
  * the others as \u00XX with upper-case hex; DEL, '/' and U+2028 stay
