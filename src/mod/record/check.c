@@ -297,10 +297,47 @@ step_dir(const json_t *s, char *buf, size_t cap)
 	    jstr(s, "step"));
 }
 
+/*
+ * A public record has the command and environment in clear next to their
+ * sha256: command_sha256 is the SHA-256 of the argv's canonical JSON
+ * array, env_sha256[NAME] that of env[NAME].  NULL when they agree.
+ */
+static const char *
+clear_mismatch(const json_t *s)
+{
+	const json_t *cmd = json_object_get(s, "command");
+	const json_t *env = json_object_get(s, "env");
+	const json_t *envh = json_object_get(s, "env_sha256"), *v;
+	const char *k, *want;
+	char hex[65], *buf;
+	size_t len;
+
+	if (cmd != NULL) {
+		if ((buf = eg_rr_canon_dump(cmd, &len)) == NULL)
+			return "its command cannot be written canonically";
+		rp_sha256_hex(buf, len, hex);
+		eg_free(buf);
+		want = jstr(s, "command_sha256");
+		if (want == NULL || strcmp(hex, want) != 0)
+			return "command_sha256 is not the sha256 of its command";
+	}
+	json_object_foreach((json_t *)(uintptr_t)env, k, v) {
+		if (!json_is_string(v))
+			return "a non-string env value";
+		rp_sha256_hex(json_string_value(v), json_string_length(v),
+		    hex);
+		want = jstr(envh, k);
+		if (want == NULL || strcmp(hex, want) != 0)
+			return "an env value does not match its env_sha256";
+	}
+	return NULL;
+}
+
 static void
 check_receipt(struct rc *c, const json_t *s)
 {
 	char dir[300], path[400], err[512];
+	const char *why;
 	json_t *rec, *f, *want;
 	int public = json_is_true(json_object_get(c->rec, "public"));
 
@@ -316,8 +353,11 @@ check_receipt(struct rc *c, const json_t *s)
 	json_object_del(want, "manifest");
 	if (f == NULL || want == NULL || !json_equal(f, want))
 		report(c, 0, path, "differs from the record");
+	else if (public && (why = clear_mismatch(s)) != NULL)
+		report(c, 0, path, "%s", why);
 	else
-		report(c, 1, path, "matches the record");
+		report(c, 1, path, "matches the record%s", public ?
+		    "; command and env match their sha256" : "");
 	json_decref(want);
 	json_decref(f);
 	json_decref(rec);
