@@ -184,7 +184,8 @@ cb_value(struct cbuf *b, const json_t *v, int depth)
 		errno = EINVAL;
 		return -1;
 	case JSON_STRING:
-		return cb_string(b, json_string_value(v), json_string_length(v));
+		return cb_string(b, json_string_value(v),
+		    json_string_length(v));
 	case JSON_ARRAY:
 		if (cb_add(b, "[", 1) == -1)
 			return -1;

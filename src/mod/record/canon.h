@@ -20,8 +20,9 @@
 
 /*
  * The canonical bytes of v in a buffer from eg_malloc() (NUL-terminated,
- * *len bytes without the NUL; free it with eg_free()).  NULL with errno EINVAL (a real, a string or
- * key that is not valid UTF-8, nesting deeper than 64) or ENOMEM.
+ * *len bytes without the NUL; free it with eg_free()).  NULL with errno
+ * EINVAL (a real, a string or key that is not valid UTF-8, nesting deeper
+ * than 64) or ENOMEM.
  */
 char	*eg_rr_canon_dump(const json_t *v, size_t *len);
 

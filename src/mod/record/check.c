@@ -72,8 +72,8 @@ struct rc {
 	const char	*pubkey;
 	int		 dirfd;
 	int		 failed;
-	json_t		*rec;		/* record.json, once it parsed */
-	char		**dirs;		/* steps/ folder names, sorted */
+	json_t		*rec;		/* record.json, parsed */
+	char		**dirs;		/* steps/ names, sorted */
 	size_t		 ndirs;
 };
 
@@ -101,7 +101,7 @@ jstr(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-/* --- record.json ------------------------------------------------------------- */
+/* --- record.json -------------------------------------------------------- */
 
 static int
 check_record(struct rc *c)
@@ -112,8 +112,8 @@ check_record(struct rc *c)
 	size_t len, clen, i;
 	const char *why = NULL;
 
-	if ((buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len)) ==
-	    NULL) {
+	buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len);
+	if (buf == NULL) {
 		report(c, 0, "record.json", "%s", strerror(errno));
 		return -1;
 	}
@@ -177,7 +177,7 @@ check_record(struct rc *c)
 	return 0;
 }
 
-/* --- record.sig --------------------------------------------------------------- */
+/* --- record.sig --------------------------------------------------------- */
 
 static void
 check_sig(struct rc *c)
@@ -228,7 +228,7 @@ out:
 	mbedtls_pk_free(&pk);
 }
 
-/* --- plan.ini, config.ini, run.json -------------------------------------------- */
+/* --- plan.ini, config.ini, run.json ------------------------------------- */
 
 static void
 check_digest(struct rc *c, const char *name, const char *key)
@@ -287,7 +287,7 @@ check_run(struct rc *c)
 	json_decref(run);
 }
 
-/* --- steps ------------------------------------------------------------------------ */
+/* --- steps -------------------------------------------------------------- */
 
 static void
 step_dir(const json_t *s, char *buf, size_t cap)
@@ -319,7 +319,8 @@ clear_mismatch(const json_t *s)
 		eg_free(buf);
 		want = jstr(s, "command_sha256");
 		if (want == NULL || strcmp(hex, want) != 0)
-			return "command_sha256 is not the sha256 of its command";
+			return "command_sha256 is not the sha256 of its "
+			    "command";
 	}
 	json_object_foreach((json_t *)(uintptr_t)env, k, v) {
 		if (!json_is_string(v))
@@ -344,8 +345,10 @@ check_receipt(struct rc *c, const json_t *s)
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/receipt.json", dir);
 	if ((rec = eg_rr_load_json(c->dirfd, path, err, sizeof(err))) == NULL) {
-		report(c, 0, path, "%s", strncmp(err, path, strlen(path)) == 0 &&
-		    err[strlen(path)] == ':' ? err + strlen(path) + 2 : err);
+		/* err is "PATH: reason"; the line already names PATH */
+		report(c, 0, path, "%s", strncmp(err, path, strlen(path)) ==
+		    0 && err[strlen(path)] == ':' ? err + strlen(path) + 2 :
+		    err);
 		return;
 	}
 	f = eg_rr_receipt_filter(rec, public);
@@ -441,7 +444,7 @@ check_files(struct rc *c, const json_t *s)
 	    i == 1 ? "" : "s");
 }
 
-/* --- audit.log ---------------------------------------------------------------------- */
+/* --- audit.log ---------------------------------------------------------- */
 
 static void
 check_audit(struct rc *c)
@@ -546,7 +549,7 @@ check_audit_config(struct rc *c)
 		    "sha256");
 }
 
-/* --- consistency ------------------------------------------------------------------- */
+/* --- consistency -------------------------------------------------------- */
 
 static void
 check_order(struct rc *c)
@@ -803,7 +806,7 @@ out:
 	close(fd);
 }
 
-/* --- main ---------------------------------------------------------------------------- */
+/* --- main --------------------------------------------------------------- */
 
 static int
 eg_rr_check(const char *dir, const char *pubkey)

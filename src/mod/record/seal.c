@@ -57,7 +57,7 @@ static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char seal_usage[] =
 "usage: egressd record seal [--key KEY] DIR\n";
 
-/* --- shared helpers ------------------------------------------------------- */
+/* --- shared helpers ----------------------------------------------------- */
 
 char *
 eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
@@ -398,7 +398,7 @@ fail:
 	return NULL;
 }
 
-/* --- signing ----------------------------------------------------------------- */
+/* --- signing ------------------------------------------------------------ */
 
 /* base64 of the DER signature of buf's SHA-256 with the key at path. */
 static int
@@ -437,7 +437,7 @@ out:
 	return rc;
 }
 
-/* --- seal ---------------------------------------------------------------------- */
+/* --- seal --------------------------------------------------------------- */
 
 /* sha256 hex of the regular file name under dirfd into out. */
 static int

@@ -23,9 +23,10 @@
  * with key (an ECDSA P-256 private key, PEM), record.sig; without a key
  * a stale record.sig is removed.  0, or -1 with a message in err.
  */
-int	eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen);
+int	eg_rr_seal(const char *dir, const char *key, char *err,
+	    size_t errlen);
 
-/* --- shared by seal.c and check.c ----------------------------------------- */
+/* --- shared by seal.c and check.c --------------------------------------- */
 
 /* Largest JSON file of a record directory read into memory. */
 #define RR_JSON_MAX	(16u << 20)
@@ -35,10 +36,12 @@ int	eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen);
  * most max bytes, NUL-terminated, in a malloc'd buffer.  NULL with errno
  * (EFBIG beyond max, EINVAL not a regular file).
  */
-char	*eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len);
+char	*eg_rr_read_file(int dirfd, const char *path, size_t max,
+	    size_t *len);
 /* path under dirfd parsed as JSON (duplicate keys refused); NULL with a
  * message "PATH: reason" in err. */
-json_t	*eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen);
+json_t	*eg_rr_load_json(int dirfd, const char *path, char *err,
+	    size_t errlen);
 
 /*
  * The receipt as the record holds it: the SPEC's fields plus env_sha256,
