@@ -90,6 +90,9 @@ struct egress_event {
 	unsigned		 closed;	/* PHASE, SESSION close: tunnels
 						   closed */
 	const char		*action;	/* SESSION: "open", "close" */
+	/* appended (layout of the members above unchanged): */
+	const char		*step;		/* egress_session_set_step():
+						   the step= label, or NULL */
 };
 
 /*
@@ -134,14 +137,17 @@ EGRESS_API struct egress *egress_new_from_string(const char *text,
 /*
  * Override a setting before egress_start(): "listen", "unix" (the first
  * call replaces the file's listeners of that kind, later calls add),
- * "admin", "phase", "audit_log", "audit_format", or any [proxy] key.
+ * "admin", "phase", "audit_log", "audit_format", or any [proxy] key;
+ * "run_id" (36-char UUID text) is the run= of the main log's START line
+ * when the record module chains it (default: a random UUID v4 made by
+ * egress_new*()).
  */
 EGRESS_API int	egress_set_option(struct egress *ex, const char *key,
 		    const char *value);
 
 /*
- * Copy the value of a setting, with every override applied, to buf.  Only
- * "audit_log" for now.  Returns 1 when the file or egress_set_option()
+ * Copy the value of a setting, with every override applied, to buf:
+ * "audit_log" or "run_id".  Returns 1 when the file or egress_set_option()
  * gave it, 0 when it is the default, -1 for another key or a buffer too
  * small (the reason in egress_errmsg()).
  */
@@ -268,6 +274,41 @@ EGRESS_API int	egress_session_phase(struct egress *ex, const char *session,
 EGRESS_API int	egress_session_delete(struct egress *ex, const char *name,
 		    const char *by, unsigned *closed);
 
+/*
+ * Label the lines of one session (NULL/"default": the default one) with
+ * step=NAME after phase= and session= (text and JSON, every event type;
+ * on a SESSION line right after the session's name), and set ev->step of
+ * its events; NULL clears it.  Same thread rules as the other
+ * egress_session_*() functions.  errno ENOENT, EINVAL (name not of the
+ * session-name alphabet: 1 to 64 of A-Z a-z 0-9 . _ -).
+ */
+EGRESS_API int	egress_session_set_step(struct egress *ex,
+		    const char *session, const char *step);
+/*
+ * Send one session's audit lines (and only its lines, including its
+ * PHASE lines and its SESSION close line from now on) to the file path,
+ * opened O_APPEND|O_CREAT|O_NOFOLLOW mode 0600, instead of the main log.
+ * run_id (36-char UUID text, or NULL: a random one) is the run= of that
+ * file's START line when the record module chains it.  chain: 1 forces
+ * audit_chain for this file even when the configuration has it off (a
+ * replay's audit.log is always chained); 0 follows the configuration.
+ * Without the record module chain is ignored (no chain=, no START).
+ * NULL path: back to the main log.  The file is closed when the session
+ * is deleted (after its last line) and at egress_free().  errno ENOENT
+ * no such session, EINVAL bad run_id, others from open(2).
+ */
+EGRESS_API int	egress_session_set_audit(struct egress *ex,
+		    const char *session, const char *path, const char *run_id,
+		    int chain);
+/*
+ * The chain head (64 hex + NUL) and the number of lines written so far to
+ * the session's audit file (or the main log for NULL/"default", or when
+ * the session has no file of its own), for a run record.  errno ENOENT;
+ * ENOTSUP when that file is not chained (or the record module is not
+ * compiled in).
+ */
+EGRESS_API int	egress_session_audit_head(struct egress *ex,
+		    const char *session, char head[65], uint64_t *lines);
 /*
  * Reading audit lines back (SPEC "Audit log"; the audit tools and the
  * record module use it).  egress_audit_parse() accepts exactly the lines

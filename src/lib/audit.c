@@ -6,6 +6,7 @@
  */
 #include "egress-int.h"
 
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 
 #include "audit.h"
 #include "buf.h"
+#include "module.h"
 
 struct ring_slot {
 	uint64_t	 seq;
@@ -43,6 +45,21 @@ struct eg_audit {
 
 	uint64_t	 write_errors;	/* atomic: failed line writes */
 	int		 failing;	/* atomic: the last write failed */
+	int		 private;	/* a session's file: 0600, O_NOFOLLOW */
+
+	/*
+	 * Chaining (eg_audit_chain()).  A chained log's lines are formatted,
+	 * chained and written under wmtx, so the file's order is the
+	 * chain's; an unchained log takes no lock (O_APPEND writes).
+	 * ops and chain are set before any writer runs and never change.
+	 */
+	const struct eg_audit_ops *ops;
+	void		*chain;
+	pthread_mutex_t	 wmtx;
+	pthread_cond_t	 tcond;		/* the checkpoint timer's sleep */
+	pthread_t	 tick;
+	int		 tick_on, tick_stop;	/* under wmtx */
+	unsigned	 interval_ms;
 };
 
 static const char *const event_names[] = {
@@ -58,31 +75,34 @@ eg_event_name(enum egress_event_type t)
 }
 
 static int
-audit_open_fd(const char *path, int *is_stdout, struct eg_err *err)
+audit_open_fd(const char *path, int private, int *is_stdout,
+    struct eg_err *err)
 {
 	int fd;
 
 	*is_stdout = 0;
-	if (strcmp(path, "none") == 0)
+	if (!private && strcmp(path, "none") == 0)
 		return -1;
-	if (strcmp(path, "-") == 0) {
+	if (!private && strcmp(path, "-") == 0) {
 		*is_stdout = 1;
 		return STDOUT_FILENO;
 	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    (private ? O_NOFOLLOW : 0), private ? 0600 : 0640);
 	if (fd == -1)
 		return eg_err_set(err, errno, "cannot open audit log %s: %s",
 		    path, strerror(errno)) - 1;
 	return fd;
 }
 
-struct eg_audit *
-eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
+static struct eg_audit *
+audit_open(const char *path, int json, unsigned ring, int private,
+    struct eg_err *err)
 {
 	struct eg_audit *a;
 	int fd, is_stdout;
 
-	fd = audit_open_fd(path, &is_stdout, err);
+	fd = audit_open_fd(path, private, &is_stdout, err);
 	if (fd == -2)
 		return NULL;
 	if ((a = eg_calloc(1, sizeof(*a))) == NULL ||
@@ -101,31 +121,258 @@ eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
 	a->json = json;
 	a->is_stdout = is_stdout;
 	a->rg.nring = a->rg.cap = ring;
+	a->private = private;
 	pthread_mutex_init(&a->rg.mtx, NULL);
 	pthread_mutex_init(&a->cmtx, NULL);
+	pthread_mutex_init(&a->wmtx, NULL);
 	return a;
+}
+
+struct eg_audit *
+eg_audit_open(const char *path, int json, unsigned ring, struct eg_err *err)
+{
+	return audit_open(path, json, ring, 0, err);
+}
+
+struct eg_audit *
+eg_audit_open_private(const char *path, int json, struct eg_err *err)
+{
+	return audit_open(path, json, 0, 1, err);
+}
+
+/* --- chaining (the record module's ops, module.h) ------------------------ */
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write what an op made (under wmtx) and tell the chain. */
+static int
+chain_put(struct eg_audit *a, const char *buf, size_t n)
+{
+	int rc, e;
+
+	if (n == 0)
+		return 0;
+	rc = eg_audit_write_all(__atomic_load_n(&a->fd, __ATOMIC_RELAXED),
+	    buf, n);
+	e = errno;
+	a->ops->commit(a->chain, rc == 0);
+	if (rc == -1)
+		__atomic_add_fetch(&a->write_errors, 1, __ATOMIC_RELAXED);
+	errno = e;
+	return rc;
+}
+
+/* The last line of the file on fd (at most cap bytes), or 0. */
+static size_t
+last_line(int fd, char *buf, size_t cap)
+{
+	struct stat st;
+	off_t off;
+	ssize_t r;
+	size_t n, i;
+
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_size < 2)
+		return 0;
+	off = st.st_size > (off_t)cap ? st.st_size - (off_t)cap : 0;
+	if ((r = pread(fd, buf, (size_t)(st.st_size - off), off)) <= 0)
+		return 0;
+	n = (size_t)r;
+	if (buf[n - 1] != '\n')
+		return 0;		/* a cut line: no chain to continue */
+	for (i = n - 1; i > 0 && buf[i - 1] != '\n'; i--)
+		;
+	if (i == 0 && off > 0)
+		return 0;		/* longer than cap */
+	memmove(buf, buf + i, n - i);
+	return n - i;
+}
+
+/* A new file's START (under wmtx); prev NULL: "-". */
+static int
+chain_start(struct eg_audit *a, const char *prev)
+{
+	char buf[EG_AUDIT_LINE];
+	size_t n;
+
+	n = a->ops->start(a->chain, a->json, wall_ms(), prev, buf,
+	    sizeof(buf));
+	return chain_put(a, buf, n);
+}
+
+/* A CHECKPOINT now, if one is due (under wmtx). */
+static int
+chain_checkpoint(struct eg_audit *a)
+{
+	char buf[EG_AUDIT_LINE];
+	size_t n;
+
+	if (!a->ops->keyed(a->chain))
+		return 0;
+	n = a->ops->checkpoint(a->chain, a->json, wall_ms(), buf,
+	    sizeof(buf));
+	return chain_put(a, buf, n);
+}
+
+/* The checkpoint timer: every interval that saw a line ends with one. */
+static void *
+tick_main(void *arg)
+{
+	struct eg_audit *a = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&a->wmtx);
+	while (!a->tick_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += a->interval_ms / 1000;
+		ts.tv_nsec += (long)(a->interval_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		while (!a->tick_stop && pthread_cond_timedwait(&a->tcond,
+		    &a->wmtx, &ts) != ETIMEDOUT)
+			;
+		if (!a->tick_stop &&
+		    __atomic_load_n(&a->fd, __ATOMIC_RELAXED) != -1)
+			chain_checkpoint(a);
+	}
+	pthread_mutex_unlock(&a->wmtx);
+	return NULL;
+}
+
+int
+eg_audit_chain(struct eg_audit *a, const struct eg_audit_ops *ops,
+    const struct eg_chain_params *p, unsigned interval_ms,
+    struct eg_err *err)
+{
+	pthread_condattr_t ca;
+	char msg[512], last[EG_AUDIT_LINE + EG_AUDIT_CHAIN_ROOM], prev[65];
+	size_t n;
+	int rc, rfd, have_prev = 0;
+
+	if (a->fd == -1 || a->chain != NULL)
+		return 0;
+	msg[0] = '\0';
+	if ((a->chain = ops->chain_new(p, msg, sizeof(msg))) == NULL)
+		return eg_err_set(err, EINVAL, "%s", msg[0] ? msg :
+		    "cannot set up the audit chain");
+	a->ops = ops;
+	/* a restart appending to a chained file continues its chain (the
+	 * writer's descriptor is write-only: the file is read through
+	 * another) */
+	if (!a->is_stdout && (rfd = open(a->path, O_RDONLY | O_CLOEXEC |
+	    (a->private ? O_NOFOLLOW : 0))) != -1) {
+		if ((n = last_line(rfd, last, sizeof(last))) > 0 &&
+		    ops->line_head(last, n, prev) == 0)
+			have_prev = 1;
+		close(rfd);
+	}
+	pthread_mutex_lock(&a->wmtx);
+	rc = chain_start(a, have_prev ? prev : NULL);
+	pthread_mutex_unlock(&a->wmtx);
+	if (rc == -1)
+		return eg_err_set(err, errno, "cannot write to audit log %s: "
+		    "%s", a->path, strerror(errno));
+	if (ops->keyed(a->chain) && interval_ms > 0) {
+		a->interval_ms = interval_ms;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->tcond, &ca);
+		pthread_condattr_destroy(&ca);
+		if ((rc = pthread_create(&a->tick, NULL, tick_main, a)) != 0) {
+			pthread_cond_destroy(&a->tcond);
+			return eg_err_set(err, rc, "pthread_create: %s",
+			    strerror(rc));
+		}
+		a->tick_on = 1;
+	}
+	return 0;
+}
+
+int
+eg_audit_head(struct eg_audit *a, char head[65], uint64_t *lines)
+{
+	if (a == NULL || a->chain == NULL) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	pthread_mutex_lock(&a->wmtx);
+	a->ops->head(a->chain, head, lines);
+	pthread_mutex_unlock(&a->wmtx);
+	return 0;
+}
+
+/*
+ * A chained log moves to a new file: the old one ends with a CHECKPOINT,
+ * the new one begins with START prev=<its last chain value>.  Under cmtx;
+ * swap() puts the new file under a->fd.
+ */
+static int
+chain_switch(struct eg_audit *a, int (*swap)(struct eg_audit *, void *),
+    void *arg)
+{
+	char head[65];
+	uint64_t lines;
+	int rc;
+
+	pthread_mutex_lock(&a->wmtx);
+	chain_checkpoint(a);
+	a->ops->head(a->chain, head, &lines);
+	if ((rc = swap(a, arg)) == 0) {
+		a->ops->new_file(a->chain);
+		chain_start(a, head);
+	}
+	pthread_mutex_unlock(&a->wmtx);
+	return rc;
+}
+
+struct dup_arg {
+	int		 fd;
+	struct eg_err	*err;
+};
+
+static int
+dup_swap(struct eg_audit *a, void *arg)
+{
+	struct dup_arg *d = arg;
+
+	/* dup2 swaps the file under the same descriptor atomically, so a
+	 * concurrent writer writes either to the old or to the new file */
+	if (dup2(d->fd, a->fd) == -1)
+		return eg_err_set(d->err, errno, "reopen audit log %s: %s",
+		    a->path, strerror(errno));
+	return 0;
 }
 
 int
 eg_audit_reopen(struct eg_audit *a, struct eg_err *err)
 {
 	int fd, is_stdout, rc = 0;
+	struct dup_arg d;
 
 	pthread_mutex_lock(&a->cmtx);
 	if (a->fd == -1 || a->is_stdout) {
 		pthread_mutex_unlock(&a->cmtx);
 		return 0;
 	}
-	fd = audit_open_fd(a->path, &is_stdout, err);
+	fd = audit_open_fd(a->path, a->private, &is_stdout, err);
 	if (fd < 0) {
 		pthread_mutex_unlock(&a->cmtx);
 		return -1;
 	}
-	/* dup2 swaps the file under the same descriptor atomically, so a
-	 * concurrent writer writes either to the old or to the new file */
-	if (dup2(fd, a->fd) == -1)
-		rc = eg_err_set(err, errno, "reopen audit log %s: %s",
-		    a->path, strerror(errno));
+	d.fd = fd;
+	d.err = err;
+	if (a->chain != NULL)
+		rc = chain_switch(a, dup_swap, &d);
+	else
+		rc = dup_swap(a, &d);
 	close(fd);
 	pthread_mutex_unlock(&a->cmtx);
 	return rc;
@@ -144,7 +391,7 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 		pthread_mutex_unlock(&a->cmtx);
 		return 0;
 	}
-	fd = audit_open_fd(path, &is_stdout, err);
+	fd = audit_open_fd(path, a->private, &is_stdout, err);
 	if (fd == -2) {
 		pthread_mutex_unlock(&a->cmtx);
 		return -1;
@@ -161,7 +408,13 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 	 * up for "none" stays open for the same reason.)
 	 */
 	if (a->fd > STDERR_FILENO && fd >= 0) {
-		dup2(fd, a->fd);
+		struct dup_arg d = { fd, err };
+
+		/* a chained log goes on in the new file */
+		if (a->chain != NULL)
+			chain_switch(a, dup_swap, &d);
+		else
+			dup2(fd, a->fd);
 		if (fd > STDERR_FILENO)
 			close(fd);
 	} else
@@ -184,6 +437,23 @@ eg_audit_close(struct eg_audit *a)
 
 	if (a == NULL)
 		return;
+	if (a->chain != NULL) {
+		pthread_mutex_lock(&a->wmtx);
+		a->tick_stop = 1;
+		if (a->tick_on)
+			pthread_cond_signal(&a->tcond);
+		pthread_mutex_unlock(&a->wmtx);
+		if (a->tick_on) {
+			pthread_join(a->tick, NULL);
+			pthread_cond_destroy(&a->tcond);
+		}
+		/* the last line of the file: a CHECKPOINT, with a key */
+		pthread_mutex_lock(&a->wmtx);
+		if (a->fd != -1)
+			chain_checkpoint(a);
+		pthread_mutex_unlock(&a->wmtx);
+		a->ops->chain_free(a->chain);
+	}
 	if (a->fd > STDERR_FILENO)
 		close(a->fd);
 	for (i = 0; i < a->rg.cap; i++)
@@ -192,6 +462,7 @@ eg_audit_close(struct eg_audit *a)
 	eg_free(a->path);
 	pthread_mutex_destroy(&a->rg.mtx);
 	pthread_mutex_destroy(&a->cmtx);
+	pthread_mutex_destroy(&a->wmtx);
 	eg_free(a);
 }
 
@@ -392,6 +663,9 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	}
 	if (ev->type != EGRESS_EV_SESSION)
 		kv_str(&o, json, "session", ev->session);
+	/* a replay step's label: after phase= and session= (SESSION: after
+	 * its name) */
+	kv_str(&o, json, "step", ev->step);
 	switch (ev->type) {
 	case EGRESS_EV_ALLOW:
 	case EGRESS_EV_BLOCK:
@@ -530,6 +804,38 @@ eg_audit_write_all(int fd, const char *buf, size_t n)
 	return 0;
 }
 
+/*
+ * A chained line: formatted (or the JSON line already made), chained and
+ * written under wmtx, in one write(2) with the CHECKPOINT that may be due
+ * after it.  The format is read under the lock, so a reload's change of
+ * format and the chain agree.
+ */
+static int
+emit_chained(struct eg_audit *a, const struct egress_event *ev,
+    const char *jline, size_t nj)
+{
+	char buf[EG_AUDIT_LINE + EG_AUDIT_CHAIN_ROOM];
+	size_t n;
+	int json, rc;
+
+	pthread_mutex_lock(&a->wmtx);
+	json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
+	if (json && jline != NULL) {
+		memcpy(buf, jline, nj);
+		n = nj;
+	} else
+		n = eg_audit_format(ev, json, buf, EG_AUDIT_LINE);
+	n = a->ops->line(a->chain, json, ev->ts_ms, buf, n, sizeof(buf));
+	if (n == 0) {
+		pthread_mutex_unlock(&a->wmtx);
+		errno = ENOSPC;
+		return -1;
+	}
+	rc = chain_put(a, buf, n);
+	pthread_mutex_unlock(&a->wmtx);
+	return rc;
+}
+
 int
 eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
     int *change)
@@ -557,7 +863,15 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 	/* the ring holds JSON: with a JSON log, the same line is written */
 	if (rg->nring > 0 || json)
 		n = nj = eg_audit_format(ev, 1, line, sizeof(line));
-	if (fd != -1) {
+	if (fd != -1 && a->chain != NULL) {
+		rc = emit_chained(a, ev, json ? line : NULL, nj);
+		e = errno;
+		was = __atomic_exchange_n(&a->failing, rc == -1,
+		    __ATOMIC_RELAXED);
+		if (change != NULL && was != (rc == -1))
+			*change = rc == -1 ? 1 : -1;
+		errno = e;
+	} else if (fd != -1) {
 		if (!json) {
 			n = eg_audit_format(ev, 0, text, sizeof(text));
 			out = text;

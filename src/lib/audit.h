@@ -14,18 +14,44 @@
 
 #define EG_AUDIT_LINE	4096	/* longest line; values are truncated */
 #define EG_AUDIT_STALL_MS 5000	/* longest wait for a full pipe to drain */
+/* room a chained line needs beyond EG_AUDIT_LINE: its chain= and the
+ * CHECKPOINT line that may follow it in the same write(2) */
+#define EG_AUDIT_CHAIN_ROOM 1024
 
 struct eg_audit;
 struct eg_ring;
+struct eg_audit_ops;
+struct eg_chain_params;
 
 /* path "-" is standard output; "none" discards.  NULL on error. */
 struct eg_audit	*eg_audit_open(const char *path, int json, unsigned ring,
 		    struct eg_err *err);
-/* Reopen the same path (log rotation); the fd number stays the same. */
+/* A session's own file (egress_session_set_audit()): O_NOFOLLOW, 0600,
+ * no ring. */
+struct eg_audit	*eg_audit_open_private(const char *path, int json,
+		    struct eg_err *err);
+/*
+ * Chain the log (the record module's ops): continue the chain of the
+ * file's last line if it has one, write its START line, and with a key
+ * and interval_ms > 0 start the checkpoint timer.  Before any other
+ * writer uses a.  A log that discards ("none") stays unchained.  0, or
+ * -1 with err.
+ */
+int		 eg_audit_chain(struct eg_audit *a,
+		    const struct eg_audit_ops *ops,
+		    const struct eg_chain_params *p, unsigned interval_ms,
+		    struct eg_err *err);
+/* Chain head and lines of the current file; -1 (ENOTSUP) unchained. */
+int		 eg_audit_head(struct eg_audit *a, char head[65],
+		    uint64_t *lines);
+/* Reopen the same path (log rotation); the fd number stays the same.
+ * A chained log ends the old file with a CHECKPOINT (with a key) and
+ * begins the new one with START prev=<the old file's last chain>. */
 int		 eg_audit_reopen(struct eg_audit *, struct eg_err *err);
 /* Switch to another path/format (reload); on error nothing changes. */
 int		 eg_audit_reconfigure(struct eg_audit *, const char *path,
 		    int json, struct eg_err *err);
+/* Closes (a chained, keyed log's last line is a CHECKPOINT). */
 void		 eg_audit_close(struct eg_audit *);
 
 /*

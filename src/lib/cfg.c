@@ -115,6 +115,12 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	X(KS_PROXY, "session_dir", K_STR, 0, 0, C(session_dir), 0, NULL) \
 	X(KS_PROXY, "max_sessions", K_UINT, 0, 1000000, C(max_sessions), \
 	    0, NULL)							\
+	X(KS_PROXY, "audit_chain", K_BOOL, 0, 0, C(audit_chain), 0, NULL) \
+	X(KS_PROXY, "audit_key", K_STR, 0, 0, C(audit_key), 0, NULL)	\
+	X(KS_PROXY, "checkpoint_lines", K_UINT, 1, 1000000000,		\
+	    C(checkpoint_lines), 0, NULL)				\
+	X(KS_PROXY, "checkpoint_interval", K_SECONDS, 1, 86400,		\
+	    C(checkpoint_interval_ms), 0, NULL)				\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
 	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
 
@@ -504,6 +510,15 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 
 	if (len == 0 && k->type != K_ALLOW)
 		return bad_value(ps, k, val, "empty value");
+	/* the record module's keys mean nothing without it (a chain asked
+	 * for and silently not made would be worse than an error) */
+	if (k->sect == KS_PROXY && (k->off == C(audit_chain) ||
+	    k->off == C(audit_key)) && eg_module_audit_ops() == NULL &&
+	    (k->off == C(audit_key) || strcasecmp(val, "yes") == 0 ||
+	    strcasecmp(val, "true") == 0 || strcasecmp(val, "on") == 0 ||
+	    strcmp(val, "1") == 0))
+		return perr(ps, "%s: the record module is not compiled in "
+		    "(./configure --enable-record)", k->name);
 	switch (k->type) {
 	case K_LISTEN:
 		if (parse_ipport(val, len, 0, &ss, &sslen) == -1)
@@ -1107,6 +1122,8 @@ cfg_new(const char *fname)
 	cfg->max_sessions = 1024;
 	cfg->audit_ring = 1024;
 	cfg->audit_json = 0;
+	cfg->checkpoint_lines = 1000;
+	cfg->checkpoint_interval_ms = 60 * 1000;
 	cfg->deny_private = 1;
 	cfg->plain_http = 1;
 	cfg->close_on_phase_change = 1;
@@ -1322,7 +1339,12 @@ eg_cfg_load(const char *path, struct eg_errs *errs)
 	}
 	close(fd);
 	cfg = eg_cfg_parse(buf, off, path, errs);
-	eg_free(buf);
+	if (cfg != NULL) {
+		/* kept: the audit chain's START names its SHA-256 */
+		cfg->src = buf;
+		cfg->src_len = off;
+	} else
+		eg_free(buf);
 	return cfg;
 fail:
 	eg_free(buf);
@@ -1460,6 +1482,8 @@ eg_cfg_unref(struct eg_cfg *cfg)
 		    cfg->mod_cfg_owner[i]->config_free != NULL)
 			cfg->mod_cfg_owner[i]->config_free(cfg->mod_cfg[i]);
 	eg_free(cfg->file);
+	eg_free(cfg->src);
+	eg_free(cfg->audit_key);
 	eg_free(cfg->admin);
 	eg_free(cfg->admin_token_file);
 	eg_free(cfg->session_dir);

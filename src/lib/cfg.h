@@ -58,6 +58,12 @@ struct eg_cfg {
 	char		*audit_log;	/* "-" = stdout */
 	int		 audit_log_set;	/* given, not the default */
 	int		 audit_json;
+	int		 audit_chain;	/* record module: chain= lines */
+	char		*audit_key;	/* record module: checkpoint key */
+	unsigned	 checkpoint_lines;
+	unsigned	 checkpoint_interval_ms;
+	char		*src;		/* a file's bytes, as read */
+	size_t		 src_len;
 	char		*phase;		/* initial phase name */
 	uint16_t	*ports;		size_t nports;
 	int		 deny_private;

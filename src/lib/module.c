@@ -19,15 +19,29 @@ extern const struct eg_module eg_mod_sandbox;
 #else
 #define MOD_SANDBOX	NULL
 #endif
+#ifdef ENABLE_REPLAY
+extern const struct eg_module eg_mod_replay;
+#define MOD_REPLAY	(&eg_mod_replay)
+#else
+#define MOD_REPLAY	NULL
+#endif
+
+#ifdef ENABLE_RECORD
+extern const struct eg_module eg_mod_record;
+#define MOD_RECORD	(&eg_mod_record)
+#else
+#define MOD_RECORD	NULL
+#endif
 
 static const char *const sandbox_cmds[] = { "run", "relay", NULL };
 static const char *const replay_cmds[] = { "replay", NULL };
-static const char *const record_cmds[] = { "record", NULL };
+static const char *const record_cmds[] = { "record", "audit-verify",
+    NULL };
 
 static const struct eg_module_slot builtin[] = {
 	{ "sandbox",	sandbox_cmds,	MOD_SANDBOX },
-	{ "replay",	replay_cmds,	NULL },
-	{ "record",	record_cmds,	NULL },
+	{ "replay",	replay_cmds,	MOD_REPLAY },
+	{ "record",	record_cmds,	MOD_RECORD },
 	{ NULL, NULL, NULL }
 };
 _Static_assert(nitems(builtin) <= EG_MODULES_MAX + 1,
@@ -56,6 +70,19 @@ eg_module_index(const struct eg_module *m)
 		if (m != NULL && eg_module_table[i].mod == m)
 			return i;
 	return -1;
+}
+
+const struct eg_audit_ops *
+eg_module_audit_ops(void)
+{
+	size_t i;
+
+	for (i = 0; i < EG_MODULES_MAX && eg_module_table[i].name != NULL;
+	    i++)
+		if (eg_module_table[i].mod != NULL &&
+		    eg_module_table[i].mod->audit != NULL)
+			return eg_module_table[i].mod->audit;
+	return NULL;
 }
 
 /* --- public ------------------------------------------------------------------ */

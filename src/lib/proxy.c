@@ -7,8 +7,11 @@
  */
 #include "egress-int.h"
 
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "admin.h"
 #include "alloc.h"
@@ -55,6 +58,54 @@ set_err(struct egress *ex, const char *fmt, ...)
 	vsnprintf(ex->errmsg, sizeof(ex->errmsg), fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+void
+eg_uuid4(char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[16];
+	size_t i, o = 0;
+	int fd;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		/* no getrandom (old kernel): the device, else the clock */
+		memset(r, 0, sizeof(r));
+		if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) != -1) {
+			if (read(fd, r, sizeof(r)) != (ssize_t)sizeof(r))
+				memset(r, 0, sizeof(r));
+			close(fd);
+		}
+		for (i = 0; i < sizeof(int64_t); i++)
+			r[i] ^= (unsigned char)(eg_wall_ms() >> (8 * i));
+		r[8] ^= (unsigned char)getpid();
+	}
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);	/* version 4 */
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);	/* RFC 4122 variant */
+	for (i = 0; i < sizeof(r); i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[r[i] >> 4];
+		out[o++] = hex[r[i] & 15];
+	}
+	out[o] = '\0';
+}
+
+int
+eg_uuid_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return 0;
+		} else if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f') ||
+		    (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	}
+	return s[36] == '\0';
 }
 
 /* Only through eg_log(), which has checked the level. */
@@ -146,6 +197,18 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->action = e->action;
 }
 
+/* The file an event of s goes to: its own, or the main log. */
+static struct eg_audit *
+event_audit(struct egress *ex, struct eg_session *s)
+{
+	struct eg_audit *a;
+
+	if (s == NULL)
+		s = &ex->def;
+	a = __atomic_load_n(&s->audit, __ATOMIC_ACQUIRE);
+	return a != NULL ? a : ex->audit;
+}
+
 int
 eg_emit(struct egress *ex, const struct eg_event *e)
 {
@@ -154,9 +217,12 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 	int rc, change;
 
 	emit_public(e, &ev);
-	/* counted against its session, kept in its ring */
-	rc = eg_audit_emit_ring(ex->audit, &ev, eg_session_event(ex, e),
-	    &change);
+	ev.step = __atomic_load_n(e->sess != NULL ? &e->sess->step :
+	    &ex->def.step, __ATOMIC_ACQUIRE);
+	/* counted against its session, kept in its ring, written to its
+	 * file (egress_session_set_audit()) or the main log */
+	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
+	    eg_session_event(ex, e), &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)
 		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
@@ -171,6 +237,40 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 		ex->subs[i].cb(&ev, ex->subs[i].arg);
 	eg_modules_event(ex, &ev);
 	return rc;
+}
+
+/* --- audit chaining (the record module) -------------------------------------- */
+
+int
+eg_audit_chain_setup(struct egress *ex, struct eg_audit *a, const char *run,
+    int force, struct eg_err *err)
+{
+	const struct eg_audit_ops *ops = eg_module_audit_ops();
+	struct eg_chain_params p;
+	const struct eg_cfg *cfg = ex->cfg;
+	size_t len = 0;
+
+	if (ops == NULL || (!cfg->audit_chain && cfg->audit_key == NULL &&
+	    !force))
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.run = run;
+	p.key = cfg->audit_key;
+	p.checkpoint_lines = cfg->checkpoint_lines;
+	/* config=: the bytes of the file (the text given, the default) */
+	if (cfg->src != NULL) {
+		p.config = cfg->src;
+		len = cfg->src_len;
+	} else if (ex->cfg_text != NULL) {
+		p.config = ex->cfg_text;
+		len = strlen(ex->cfg_text);
+	} else {
+		p.config = eg_cfg_default_text;
+		len = strlen(eg_cfg_default_text);
+	}
+	p.config_len = len;
+	return eg_audit_chain(a, ops, &p, p.key != NULL ?
+	    cfg->checkpoint_interval_ms : 0, err);
 }
 
 /* --- creation ---------------------------------------------------------------- */
@@ -193,6 +293,7 @@ proxy_alloc(void)
 	snprintf(ex->def.name, sizeof(ex->def.name), "default");
 	ex->def.is_default = 1;
 	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
+	eg_uuid4(ex->run_id);
 	ex->log_level = EGRESS_LOG_INFO;
 	ex->log_max = -1;		/* no callback yet */
 	return ex;
@@ -301,6 +402,14 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 		snprintf(ex->unix_client, sizeof(ex->unix_client), "%s", value);
 		return 0;
 	}
+	if (strcmp(key, "run_id") == 0) {
+		if (value == NULL || !eg_uuid_ok(value))
+			return set_err(ex, "run_id: '%.80s' is not a UUID "
+			    "(8-4-4-4-12 hex digits)", value ? value : "");
+		snprintf(ex->run_id, sizeof(ex->run_id), "%s", value);
+		ex->run_id_set = 1;
+		return 0;
+	}
 	/* apply to a fresh copy first so a bad value changes nothing */
 	if ((cfg = proxy_parse(ex, &errs, 0)) == NULL) {
 		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
@@ -362,6 +471,8 @@ egress_start(struct egress *ex)
 	ex->audit = eg_audit_open(ex->cfg->audit_log, ex->cfg->audit_json,
 	    ex->cfg->audit_ring, &err);
 	if (ex->audit == NULL)
+		return set_err(ex, "%s", err.msg);
+	if (eg_audit_chain_setup(ex, ex->audit, ex->run_id, 0, &err) == -1)
 		return set_err(ex, "%s", err.msg);
 	if (eg_listen_all(ex, ex->cfg, &ex->ls, &ex->nls, &err) == -1)
 		return set_err(ex, "%s", err.msg);
@@ -483,6 +594,8 @@ egress_free(struct egress *ex)
 		eg_lsock_clear(&ex->ls[i]);
 	eg_free(ex->ls);
 	eg_modules_fini(ex);
+	eg_audit_close(ex->def.audit_file);
+	eg_labels_free(ex->def.labels);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);
@@ -583,6 +696,13 @@ egress_get_option(struct egress *ex, const char *key, char *buf, size_t len)
 {
 	int n, set;
 
+	if (strcmp(key, "run_id") == 0) {
+		if (len < sizeof(ex->run_id))
+			return set_err(ex, "egress_get_option: buffer too "
+			    "small for 'run_id'");
+		memcpy(buf, ex->run_id, sizeof(ex->run_id));
+		return ex->run_id_set;
+	}
 	if (strcmp(key, "audit_log") != 0)
 		return set_err(ex, "egress_get_option: unknown key '%s'", key);
 	pthread_rwlock_rdlock(&ex->lock);

@@ -99,6 +99,20 @@ struct eg_session {
 	int			 gone;		/* static: not in the reloaded
 						   file */
 	char			 listen[64];	/* TCP: the bound address */
+	/* egress_session_set_step(): the step= label (atomic pointer to
+	 * a label's name, NULL: none); labels are kept until the session
+	 * is freed, as a loop thread may still be formatting one */
+	const char		*step;
+	struct eg_label		*labels;
+	/* egress_session_set_audit(): its own file (atomic; NULL: the main
+	 * log), and the file, kept open until the session is freed */
+	struct eg_audit		*audit;
+	struct eg_audit		*audit_file;
+};
+
+struct eg_label {
+	struct eg_label		*next;
+	char			 name[];
 };
 
 struct eg_lsock {			/* a bound listening socket */
@@ -197,6 +211,8 @@ struct egress {
 	}			 subs[8];
 	size_t			 nsubs;
 	char			 unix_client[32];
+	char			 run_id[37];	/* option "run_id" */
+	int			 run_id_set;
 
 	uint64_t		 next_id;	/* atomic */
 	uint64_t		 total;		/* atomic */
@@ -289,6 +305,16 @@ struct eg_event {
  * the caller must refuse the request (EG_R_AUDIT_FAILED) instead. */
 int	eg_emit(struct egress *, const struct eg_event *);
 int64_t	eg_wall_ms(void);
+/* A random UUID v4 as text; is s one (36 chars, 8-4-4-4-12 hex)? */
+void	eg_uuid4(char out[37]);
+int	eg_uuid_ok(const char *s);
+/* Chain a (its START run=run) when the configuration asks for it, or
+ * force, and the record module is built; else nothing.  0 or -1. */
+int	eg_audit_chain_setup(struct egress *, struct eg_audit *a,
+	    const char *run, int force, struct eg_err *err);
+
+/* session.c */
+void	eg_labels_free(struct eg_label *);
 
 /* worker.c: the per-client connection table */
 int	eg_client_acquire(struct egress *, const struct sockaddr *,

@@ -62,6 +62,9 @@ sess_free(struct eg_session *s)
 		eg_phase_clear(&s->phases[i]);
 	eg_free(s->phases);
 	eg_ring_free(s->ring);
+	/* after its last line (the connections held references) */
+	eg_audit_close(s->audit_file);
+	eg_labels_free(s->labels);
 	eg_free(s->wconns);
 	eg_free(s->dnext);
 	eg_free(s->sock);
@@ -1141,4 +1144,139 @@ eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 	}
 	eg_free(v);
 	eg_sessions_own_refresh(ex);
+}
+
+/* --- step labels, audit files (the replay module's needs) ---------------- */
+
+void
+eg_labels_free(struct eg_label *l)
+{
+	struct eg_label *n;
+
+	for (; l != NULL; l = n) {
+		n = l->next;
+		eg_free(l);
+	}
+}
+
+/* The session named (NULL/"default": the default one), referenced. */
+static struct eg_session *
+sess_named(struct egress *ex, const char *session)
+{
+	if (session == NULL)
+		session = "default";
+	return eg_session_get(ex, session, strlen(session));
+}
+
+int
+egress_session_set_step(struct egress *ex, const char *session,
+    const char *step)
+{
+	struct eg_session *s;
+	struct eg_label *l = NULL;
+	size_t n = 0;
+
+	if (step != NULL && !eg_phase_name_ok(step, n = strlen(step)))
+		return set_err(ex, EINVAL, "bad step name '%.80s': 1 to %d "
+		    "of A-Z a-z 0-9 _ . -", step, EG_SESSION_NAME_MAX);
+	if (step != NULL) {
+		if ((l = eg_malloc(sizeof(*l) + n + 1)) == NULL)
+			return set_err(ex, ENOMEM, "out of memory");
+		memcpy(l->name, step, n + 1);
+	}
+	pthread_mutex_lock(&ex->ctl);
+	if ((s = sess_named(ex, session)) == NULL) {
+		pthread_mutex_unlock(&ex->ctl);
+		eg_free(l);
+		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	}
+	/* the old label stays allocated: a loop thread may be writing it */
+	if (l != NULL) {
+		l->next = s->labels;
+		s->labels = l;
+	}
+	__atomic_store_n(&s->step, l != NULL ? l->name : NULL,
+	    __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ex->ctl);
+	eg_session_unref(s);
+	return 0;
+}
+
+int
+egress_session_set_audit(struct egress *ex, const char *session,
+    const char *path, const char *run_id, int chain)
+{
+	struct eg_session *s;
+	struct eg_audit *a;
+	struct eg_err err;
+	char run[37];
+	int json;
+
+	if (!ex->started)
+		return set_err(ex, EINVAL, "egress_start() first");
+	if (run_id != NULL && !eg_uuid_ok(run_id))
+		return set_err(ex, EINVAL, "run_id: '%.80s' is not a UUID",
+		    run_id);
+	pthread_mutex_lock(&ex->ctl);
+	if ((s = sess_named(ex, session)) == NULL) {
+		pthread_mutex_unlock(&ex->ctl);
+		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	}
+	if (path == NULL) {
+		/* back to the main log; the file stays open (a loop
+		 * thread may be writing to it) until the session goes */
+		__atomic_store_n(&s->audit, NULL, __ATOMIC_RELEASE);
+		goto done;
+	}
+	pthread_rwlock_rdlock(&ex->lock);
+	json = ex->cfg->audit_json;
+	pthread_rwlock_unlock(&ex->lock);
+	if ((a = s->audit_file) != NULL) {
+		/* another file: the same writer (and chain) moves to it */
+		if (eg_audit_reconfigure(a, path, json, &err) == -1)
+			goto fail;
+	} else {
+		if ((a = eg_audit_open_private(path, json, &err)) == NULL)
+			goto fail;
+		if (run_id != NULL)
+			snprintf(run, sizeof(run), "%s", run_id);
+		else
+			eg_uuid4(run);
+		/* under ctl: a reload cannot swap ex->cfg meanwhile */
+		if (eg_audit_chain_setup(ex, a, run, chain, &err) == -1) {
+			eg_audit_close(a);
+			goto fail;
+		}
+		s->audit_file = a;
+	}
+	__atomic_store_n(&s->audit, a, __ATOMIC_RELEASE);
+done:
+	pthread_mutex_unlock(&ex->ctl);
+	eg_session_unref(s);
+	return 0;
+fail:
+	pthread_mutex_unlock(&ex->ctl);
+	eg_session_unref(s);
+	return set_err(ex, err.code, "%s", err.msg);
+}
+
+int
+egress_session_audit_head(struct egress *ex, const char *session,
+    char head[65], uint64_t *lines)
+{
+	struct eg_session *s;
+	struct eg_audit *a;
+	int rc;
+
+	if ((s = sess_named(ex, session)) == NULL)
+		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	a = __atomic_load_n(&s->audit, __ATOMIC_ACQUIRE);
+	rc = eg_audit_head(a != NULL ? a : ex->audit, head, lines);
+	eg_session_unref(s);
+	if (rc == -1)
+		return set_err(ex, ENOTSUP, "that audit file is not chained");
+	return 0;
 }

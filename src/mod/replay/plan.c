@@ -1,0 +1,1076 @@
+/*
+ * plan.c: the replay plan loader.  Same INI rules as the proxy
+ * configuration (cfg.c): ';' and '#' comments, an inline comment after
+ * whitespace, CRLF, a UTF-8 BOM, no control characters; every problem
+ * is reported as FILE:LINE: message and any one of them refuses the plan.
+ * inih does the tokenising, on lines this reader has already checked.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "alloc.h"
+#include "plan.h"
+
+#define ERRS_MAX	(64 * 1024)
+#define VALUE_MAX	8192
+
+enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
+
+struct parse {
+	const char	*file;
+	const char	*dir;
+	const char	*p, *end;
+	int		 line;
+	enum sect	 sect;
+	struct rp_plan	*plan;
+	struct rp_step	*step;
+	struct rp_errs	*errs;
+	const char	*(*getenv_fn)(const char *);
+	char		 key[64];
+	char		*longval;
+	/* lines where keys were seen, for duplicates and later checks */
+	int		 seen_replay[16];
+	int		 seen_step[16];
+	int		 secrets_line;		/* of the step's secrets = */
+	int		 sandbox_line;
+	int		 oom;
+};
+
+static const char *const replay_keys[] = {
+	"name", "config", "workdir", "record", "deadline", "sandbox", "env",
+	"secrets", "public", NULL
+};
+static const char *const step_keys[] = {
+	"phase", "run", "shell", "timeout", "rw", "ro", "env", "secrets",
+	"capture", "on_failure", "sandbox", NULL
+};
+
+/* --- small helpers ---------------------------------------------------------- */
+
+void
+rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
+    ...)
+{
+	char msg[1024], *nb;
+	va_list ap;
+	int n;
+	size_t need;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e->n++;
+	if (line > 0)
+		need = (size_t)snprintf(NULL, 0, "%s:%d: %s\n", file, line, msg);
+	else
+		need = (size_t)snprintf(NULL, 0, "%s: %s\n", file, msg);
+	if (e->len + need + 1 > ERRS_MAX)
+		return;
+	if (e->len + need + 1 > e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 1024;
+
+		while (cap < e->len + need + 1)
+			cap *= 2;
+		if ((nb = eg_realloc(e->buf, cap)) == NULL)
+			return;
+		e->buf = nb;
+		e->cap = cap;
+	}
+	if (line > 0)
+		n = snprintf(e->buf + e->len, e->cap - e->len, "%s:%d: %s\n",
+		    file, line, msg);
+	else
+		n = snprintf(e->buf + e->len, e->cap - e->len, "%s: %s\n",
+		    file, msg);
+	if (n > 0)
+		e->len += (size_t)n;
+}
+
+void
+rp_errs_free(struct rp_errs *e)
+{
+	eg_free(e->buf);
+	memset(e, 0, sizeof(*e));
+}
+
+int
+rp_strv_add(struct rp_strv *v, const char *s)
+{
+	char **nv, *d;
+
+	if ((d = eg_strdup(s)) == NULL)
+		return -1;
+	if ((nv = eg_realloc(v->v, (v->n + 2) * sizeof(*nv))) == NULL) {
+		eg_free(d);
+		return -1;
+	}
+	v->v = nv;
+	v->v[v->n++] = d;
+	v->v[v->n] = NULL;
+	return 0;
+}
+
+void
+rp_strv_free(struct rp_strv *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++)
+		eg_free(v->v[i]);
+	eg_free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
+static int
+strv_has(const struct rp_strv *v, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+int
+rp_valid_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > RP_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+static int
+valid_var(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 128 || isdigit((unsigned char)s[0]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return 0;
+	return 1;
+}
+
+static int
+is_proxy_var(const char *s, size_t n)
+{
+	static const char *const v[] = { "HTTPS_PROXY", "HTTP_PROXY",
+	    "ALL_PROXY", "NO_PROXY" };
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (strlen(v[i]) == n && strncasecmp(s, v[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *
+quote(const char *s, char *buf, size_t cap)
+{
+	size_t i, o = 0;
+
+	for (i = 0; s[i] != '\0' && o + 5 < cap && i < 80; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\')
+			o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+	}
+	if (s[i] != '\0' && o + 4 < cap) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/*
+ * Words with "..." and '...' quoting: in double quotes \" and \\ are
+ * escapes, a backslash outside quotes takes the next character as is.
+ */
+int
+rp_split_argv(const char *s, struct rp_strv *out, const char **why)
+{
+	char *w;
+	size_t n = 0, len = strlen(s);
+	int inword = 0, rc = -1;
+	char q = 0;
+
+	*why = NULL;
+	if ((w = eg_malloc(len + 1)) == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	for (; *s != '\0'; s++) {
+		if (q == '\'') {
+			if (*s == '\'')
+				q = 0;
+			else
+				w[n++] = *s;
+			continue;
+		}
+		if (q == '"') {
+			if (*s == '"')
+				q = 0;
+			else if (*s == '\\' && (s[1] == '"' || s[1] == '\\'))
+				w[n++] = *++s;
+			else
+				w[n++] = *s;
+			continue;
+		}
+		if (*s == ' ' || *s == '\t') {
+			if (inword) {
+				w[n] = '\0';
+				if (rp_strv_add(out, w) == -1)
+					goto oom;
+				n = 0;
+				inword = 0;
+			}
+			continue;
+		}
+		inword = 1;
+		if (*s == '\'' || *s == '"')
+			q = *s;
+		else if (*s == '\\') {
+			if (s[1] == '\0') {
+				*why = "a backslash ends the line";
+				goto out;
+			}
+			w[n++] = *++s;
+		} else
+			w[n++] = *s;
+	}
+	if (q != 0) {
+		*why = q == '"' ? "unterminated \" quote" :
+		    "unterminated ' quote";
+		goto out;
+	}
+	if (inword) {
+		w[n] = '\0';
+		if (rp_strv_add(out, w) == -1)
+			goto oom;
+	}
+	rc = 0;
+	goto out;
+oom:
+	*why = "out of memory";
+out:
+	eg_free(w);
+	return rc;
+}
+
+static void
+perr(struct parse *ps, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+perr(struct parse *ps, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rp_errs_add(ps->errs, ps->file, ps->line, "%s", msg);
+}
+
+static int
+key_index(const char *const *keys, const char *k)
+{
+	int i;
+
+	for (i = 0; keys[i] != NULL; i++)
+		if (strcmp(keys[i], k) == 0)
+			return i;
+	return -1;
+}
+
+/* Absolute path of p relative to base; NULL on OOM. */
+static char *
+abs_path(const char *base, const char *p)
+{
+	char *r;
+	size_t n;
+
+	if (p[0] == '/')
+		return eg_strdup(p);
+	if (strcmp(p, ".") == 0)
+		return eg_strdup(base);
+	n = strlen(base) + strlen(p) + 2;
+	if ((r = eg_malloc(n)) == NULL)
+		return NULL;
+	snprintf(r, n, "%s%s%s", base, base[strlen(base) - 1] == '/' ? "" :
+	    "/", p);
+	return r;
+}
+
+static int
+parse_uint(const char *v, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	if (!isdigit((unsigned char)v[0]))
+		return -1;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > max)
+		return -1;
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int
+parse_bool(const char *v)
+{
+	if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 ||
+	    strcmp(v, "1") == 0 || strcmp(v, "on") == 0)
+		return 1;
+	if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 ||
+	    strcmp(v, "0") == 0 || strcmp(v, "off") == 0)
+		return 0;
+	return -1;
+}
+
+static int
+parse_sandbox(const char *v)
+{
+	if (strcmp(v, "bwrap") == 0)
+		return RP_SB_BWRAP;
+	if (strcmp(v, "none") == 0)
+		return RP_SB_NONE;
+	return -2;
+}
+
+/* env = CI=1 LANG: NAME=VALUE, or NAME for the caller's value (if set). */
+static void
+parse_env(struct parse *ps, const char *v, struct rp_strv *out)
+{
+	struct rp_strv w = { 0 };
+	const char *why, *cv, *eq;
+	char q[400], *kv;
+	size_t i, j, n, klen;
+
+	if (rp_split_argv(v, &w, &why) == -1) {
+		perr(ps, "env: %s", why);
+		return;
+	}
+	for (i = 0; i < w.n; i++) {
+		eq = strchr(w.v[i], '=');
+		klen = eq != NULL ? (size_t)(eq - w.v[i]) : strlen(w.v[i]);
+		if (!valid_var(w.v[i], klen)) {
+			perr(ps, "env: '%s' is not NAME=VALUE or NAME",
+			    quote(w.v[i], q, sizeof(q)));
+			continue;
+		}
+		if (is_proxy_var(w.v[i], klen)) {
+			perr(ps, "env: %.*s: the proxy variables are set by "
+			    "egressd", (int)klen, w.v[i]);
+			continue;
+		}
+		if (strv_has(&ps->plan->secrets, w.v[i]) ||
+		    (eq != NULL && klen < 130 && (snprintf(q, sizeof(q),
+		    "%.*s", (int)klen, w.v[i]), strv_has(&ps->plan->secrets,
+		    q)))) {
+			perr(ps, "env: %.*s is a secret: give it with "
+			    "secrets =", (int)klen, w.v[i]);
+			continue;
+		}
+		if (eq != NULL)
+			kv = eg_strdup(w.v[i]);
+		else {
+			cv = ps->getenv_fn != NULL ? ps->getenv_fn(w.v[i]) :
+			    NULL;
+			if (cv == NULL)
+				continue;	/* not set: not passed */
+			n = klen + strlen(cv) + 2;
+			if ((kv = eg_malloc(n)) != NULL)
+				snprintf(kv, n, "%s=%s", w.v[i], cv);
+		}
+		if (kv == NULL) {
+			ps->oom = 1;
+			continue;
+		}
+		/* a later entry for the same name replaces the earlier */
+		for (j = 0; j < out->n; j++) {
+			if (strncmp(out->v[j], kv, klen + 1) == 0) {
+				eg_free(out->v[j]);
+				out->v[j] = kv;
+				kv = NULL;
+				break;
+			}
+		}
+		if (kv != NULL) {
+			if (rp_strv_add(out, kv) == -1)
+				ps->oom = 1;
+			eg_free(kv);
+		}
+	}
+	rp_strv_free(&w);
+}
+
+static void
+parse_names(struct parse *ps, const char *key, const char *v,
+    struct rp_strv *out, const struct rp_strv *declared)
+{
+	struct rp_strv w = { 0 };
+	const char *why;
+	char q[400];
+	size_t i;
+
+	if (rp_split_argv(v, &w, &why) == -1) {
+		perr(ps, "%s: %s", key, why);
+		return;
+	}
+	for (i = 0; i < w.n; i++) {
+		if (!valid_var(w.v[i], strlen(w.v[i]))) {
+			perr(ps, "%s: '%s' is not a variable name", key,
+			    quote(w.v[i], q, sizeof(q)));
+			continue;
+		}
+		if (is_proxy_var(w.v[i], strlen(w.v[i]))) {
+			perr(ps, "%s: %s: the proxy variables are set by "
+			    "egressd", key, w.v[i]);
+			continue;
+		}
+		if (declared != NULL && !strv_has(declared, w.v[i])) {
+			perr(ps, "secrets: %s is not declared in [replay] "
+			    "secrets", w.v[i]);
+			continue;
+		}
+		if (!strv_has(out, w.v[i]) && rp_strv_add(out, w.v[i]) == -1)
+			ps->oom = 1;
+	}
+	rp_strv_free(&w);
+}
+
+/* A capture word: relative, no "..", no empty component. */
+static void
+parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
+{
+	struct rp_strv w = { 0 };
+	const char *why, *c, *s;
+	char q[400];
+	size_t i, n;
+	int bad;
+
+	if (rp_split_argv(v, &w, &why) == -1) {
+		perr(ps, "capture: %s", why);
+		return;
+	}
+	for (i = 0; i < w.n; i++) {
+		s = w.v[i];
+		if (s[0] == '/') {
+			perr(ps, "capture: %s: an absolute path (capture "
+			    "takes paths under workdir)", quote(s, q,
+			    sizeof(q)));
+			continue;
+		}
+		bad = 0;
+		for (c = s; ; c += n + 1) {
+			n = strcspn(c, "/");
+			if (n == 2 && c[0] == '.' && c[1] == '.')
+				bad = 1;
+			if (n == 0 || (n == 1 && c[0] == '.'))
+				bad = bad ? bad : 2;
+			if (c[n] == '\0')
+				break;
+		}
+		if (bad == 1) {
+			perr(ps, "capture: %s: '..' is not allowed (capture "
+			    "takes paths under workdir)", quote(s, q,
+			    sizeof(q)));
+			continue;
+		}
+		if (bad == 2 || strlen(s) > 1024) {
+			perr(ps, "capture: '%s': not a plain relative path",
+			    quote(s, q, sizeof(q)));
+			continue;
+		}
+		if (!strv_has(out, s) && rp_strv_add(out, s) == -1)
+			ps->oom = 1;
+	}
+	rp_strv_free(&w);
+}
+
+static void
+add_path(struct parse *ps, const char *key, const char *v,
+    struct rp_strv *out)
+{
+	const char *home;
+	char *p;
+	size_t n;
+
+	if (v[0] == '\0') {
+		perr(ps, "%s: empty path", key);
+		return;
+	}
+	if (v[0] == '~' && (v[1] == '/' || v[1] == '\0')) {
+		home = ps->getenv_fn != NULL ? ps->getenv_fn("HOME") : NULL;
+		if (home == NULL || home[0] != '/') {
+			perr(ps, "%s: %s: HOME is not set", key, v);
+			return;
+		}
+		n = strlen(home) + strlen(v) + 1;
+		if ((p = eg_malloc(n)) != NULL)
+			snprintf(p, n, "%s%s", home, v + 1);
+	} else if (v[0] == '/')
+		p = eg_strdup(v);
+	else
+		p = abs_path(ps->plan->workdir != NULL ? ps->plan->workdir :
+		    ps->dir, v);
+	if (p == NULL || rp_strv_add(out, p) == -1)
+		ps->oom = 1;
+	eg_free(p);
+}
+
+/* --- sections and keys ------------------------------------------------------- */
+
+static void
+section_start(struct parse *ps, const char *s, size_t n)
+{
+	struct rp_plan *pl = ps->plan;
+	struct rp_step *st;
+	char name[RP_NAME_MAX + 1], q[400], tmp[1024];
+	size_t i;
+
+	memset(ps->seen_step, 0, sizeof(ps->seen_step));
+	ps->step = NULL;
+	if (n == 6 && memcmp(s, "replay", 6) == 0) {
+		if (ps->seen_replay[15] != 0) {
+			perr(ps, "duplicate section [replay] (first at line "
+			    "%d)", ps->seen_replay[15]);
+			ps->sect = S_SKIP;
+			return;
+		}
+		if (pl->nsteps > 0) {
+			perr(ps, "[replay] must come before the steps");
+			ps->sect = S_SKIP;
+			return;
+		}
+		ps->seen_replay[15] = ps->line;
+		ps->sect = S_REPLAY;
+		return;
+	}
+	if (n > 5 && memcmp(s, "step:", 5) == 0) {
+		if (!rp_valid_name(s + 5, n - 5)) {
+			snprintf(tmp, sizeof(tmp), "%.*s", (int)(n - 5) & 0x3ff,
+			    s + 5);
+			perr(ps, "[step:%s]: a step name is 1 to 64 of A-Z a-z "
+			    "0-9 . _ -, not beginning with . or -",
+			    quote(tmp, q, sizeof(q)));
+			ps->sect = S_SKIP;
+			return;
+		}
+		memcpy(name, s + 5, n - 5);
+		name[n - 5] = '\0';
+		for (i = 0; i < pl->nsteps; i++) {
+			if (strcmp(pl->steps[i].name, name) == 0) {
+				perr(ps, "duplicate step [step:%s] (first at "
+				    "line %d)", name, pl->steps[i].line);
+				ps->sect = S_SKIP;
+				return;
+			}
+		}
+		if (pl->nsteps >= RP_MAX_STEPS) {
+			perr(ps, "too many steps (at most %d)", RP_MAX_STEPS);
+			ps->sect = S_SKIP;
+			return;
+		}
+		st = eg_realloc(pl->steps, (pl->nsteps + 1) * sizeof(*st));
+		if (st == NULL) {
+			ps->oom = 1;
+			ps->sect = S_SKIP;
+			return;
+		}
+		pl->steps = st;
+		st = &pl->steps[pl->nsteps];
+		memset(st, 0, sizeof(*st));
+		if ((st->name = eg_strdup(name)) == NULL) {
+			ps->oom = 1;
+			ps->sect = S_SKIP;
+			return;
+		}
+		st->line = ps->line;
+		st->sandbox = RP_SB_DEFAULT;
+		pl->nsteps++;
+		ps->step = st;
+		ps->sect = S_STEP;
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%.*s", (int)n & 0x3ff, s);
+	perr(ps, "unknown section [%s] (a plan has [replay] and "
+	    "[step:NAME])", quote(tmp, q, sizeof(q)));
+	ps->sect = S_SKIP;
+}
+
+static void
+replay_entry(struct parse *ps, const char *k, const char *v)
+{
+	struct rp_plan *pl = ps->plan;
+	char q[400];
+	int i, b;
+
+	i = key_index(replay_keys, k);
+	if (i == -1) {
+		perr(ps, "unknown key '%s' in [replay]", quote(k, q,
+		    sizeof(q)));
+		return;
+	}
+	if (ps->seen_replay[i] != 0) {
+		perr(ps, "duplicate key '%s' (first at line %d)", k,
+		    ps->seen_replay[i]);
+		return;
+	}
+	ps->seen_replay[i] = ps->line;
+	if (strcmp(k, "name") == 0) {
+		if (!rp_valid_name(v, strlen(v))) {
+			perr(ps, "name: '%s': 1 to 64 of A-Z a-z 0-9 . _ -, "
+			    "not beginning with . or -", quote(v, q,
+			    sizeof(q)));
+			return;
+		}
+		eg_free(pl->name);
+		if ((pl->name = eg_strdup(v)) == NULL)
+			ps->oom = 1;
+	} else if (strcmp(k, "config") == 0) {
+		if (v[0] == '\0') {
+			perr(ps, "config: empty path");
+			return;
+		}
+		eg_free(pl->config);
+		if ((pl->config = abs_path(ps->dir, v)) == NULL)
+			ps->oom = 1;
+	} else if (strcmp(k, "workdir") == 0) {
+		if (v[0] == '\0') {
+			perr(ps, "workdir: empty path");
+			return;
+		}
+		eg_free(pl->workdir);
+		if ((pl->workdir = abs_path(ps->dir, v)) == NULL)
+			ps->oom = 1;
+	} else if (strcmp(k, "record") == 0) {
+		if (v[0] == '\0') {
+			perr(ps, "record: empty path");
+			return;
+		}
+		eg_free(pl->record);
+		if ((pl->record = abs_path(ps->dir, v)) == NULL)
+			ps->oom = 1;
+	} else if (strcmp(k, "deadline") == 0) {
+		if (parse_uint(v, 10000000, &pl->deadline) == -1)
+			perr(ps, "deadline: '%s': want seconds (0 to "
+			    "10000000; 0 = none)", quote(v, q, sizeof(q)));
+	} else if (strcmp(k, "sandbox") == 0) {
+		if ((b = parse_sandbox(v)) == -2)
+			perr(ps, "sandbox: '%s': want bwrap or none",
+			    quote(v, q, sizeof(q)));
+		else
+			pl->sandbox = b;
+		ps->sandbox_line = ps->line;
+	} else if (strcmp(k, "env") == 0) {
+		parse_env(ps, v, &pl->env);
+	} else if (strcmp(k, "secrets") == 0) {
+		parse_names(ps, "secrets", v, &pl->secrets, NULL);
+	} else if (strcmp(k, "public") == 0) {
+		if ((b = parse_bool(v)) == -1)
+			perr(ps, "public: '%s': want yes or no", quote(v, q,
+			    sizeof(q)));
+		else
+			pl->public = b;
+	}
+}
+
+static void
+step_entry(struct parse *ps, const char *k, const char *v)
+{
+	struct rp_step *st = ps->step;
+	char q[400];
+	int i, b, repeat;
+
+	i = key_index(step_keys, k);
+	if (i == -1) {
+		perr(ps, "unknown key '%s' in [step:%s]", quote(k, q,
+		    sizeof(q)), st->name);
+		return;
+	}
+	repeat = strcmp(k, "rw") == 0 || strcmp(k, "ro") == 0;
+	if (!repeat && ps->seen_step[i] != 0) {
+		perr(ps, "duplicate key '%s' (first at line %d)", k,
+		    ps->seen_step[i]);
+		return;
+	}
+	ps->seen_step[i] = ps->line;
+	if (strcmp(k, "phase") == 0) {
+		if (!rp_valid_name(v, strlen(v))) {
+			perr(ps, "phase: '%s' is not a phase name",
+			    quote(v, q, sizeof(q)));
+			return;
+		}
+		eg_free(st->phase);
+		if ((st->phase = eg_strdup(v)) == NULL)
+			ps->oom = 1;
+		st->phase_line = ps->line;
+	} else if (strcmp(k, "run") == 0) {
+		eg_free(st->run);
+		if ((st->run = eg_strdup(v)) == NULL)
+			ps->oom = 1;
+		st->run_line = ps->line;
+	} else if (strcmp(k, "shell") == 0) {
+		if ((b = parse_bool(v)) == -1)
+			perr(ps, "shell: '%s': want yes or no", quote(v, q,
+			    sizeof(q)));
+		else
+			st->shell = b;
+	} else if (strcmp(k, "timeout") == 0) {
+		if (parse_uint(v, 10000000, &st->timeout) == -1)
+			perr(ps, "timeout: '%s': want seconds (0 to "
+			    "10000000; 0 = until the run deadline)",
+			    quote(v, q, sizeof(q)));
+	} else if (strcmp(k, "rw") == 0 || strcmp(k, "ro") == 0) {
+		add_path(ps, k, v, k[1] == 'w' ? &st->rw : &st->ro);
+	} else if (strcmp(k, "env") == 0) {
+		parse_env(ps, v, &st->env);
+	} else if (strcmp(k, "secrets") == 0) {
+		parse_names(ps, "secrets", v, &st->secrets,
+		    &ps->plan->secrets);
+	} else if (strcmp(k, "capture") == 0) {
+		parse_capture(ps, v, &st->capture);
+	} else if (strcmp(k, "on_failure") == 0) {
+		if (strcmp(v, "stop") == 0)
+			st->on_failure_continue = 0;
+		else if (strcmp(v, "continue") == 0)
+			st->on_failure_continue = 1;
+		else
+			perr(ps, "on_failure: '%s': want stop or continue",
+			    quote(v, q, sizeof(q)));
+	} else if (strcmp(k, "sandbox") == 0) {
+		if ((b = parse_sandbox(v)) == -2)
+			perr(ps, "sandbox: '%s': want bwrap or none",
+			    quote(v, q, sizeof(q)));
+		else
+			st->sandbox = b;
+	}
+}
+
+static int
+handler(void *arg, const char *section, const char *name, const char *value)
+{
+	struct parse *ps = arg;
+
+	(void)section;
+	(void)name;
+	if (ps->longval != NULL && strcmp(value, "\001") == 0)
+		value = ps->longval;
+	switch (ps->sect) {
+	case S_NONE:
+		perr(ps, "key '%s' outside any section", ps->key);
+		break;
+	case S_SKIP:
+		break;
+	case S_REPLAY:
+		replay_entry(ps, ps->key, value);
+		break;
+	case S_STEP:
+		step_entry(ps, ps->key, value);
+		break;
+	}
+	return 1;
+}
+
+static int
+is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* One checked line for inih, "key=value\n"; sections handled here. */
+static char *
+reader(char *str, int num, void *arg)
+{
+	struct parse *ps = arg;
+	const char *s, *e, *nl, *c, *eq, *k, *ke, *v;
+	size_t i, klen, vlen;
+
+	for (;;) {
+		if (ps->p >= ps->end)
+			return NULL;
+		s = ps->p;
+		nl = memchr(s, '\n', (size_t)(ps->end - s));
+		e = nl != NULL ? nl : ps->end;
+		ps->p = nl != NULL ? nl + 1 : ps->end;
+		ps->line++;
+		if (e > s && e[-1] == '\r')
+			e--;
+		if (ps->line == 1 && e - s >= 3 &&
+		    memcmp(s, "\xef\xbb\xbf", 3) == 0)
+			s += 3;
+		while (s < e && is_space(*s))
+			s++;
+		if (s == e || *s == ';' || *s == '#')
+			continue;
+		for (c = s + 1; c < e; c++)
+			if (*c == ';' && is_space(c[-1]))
+				break;
+		e = c;
+		while (e > s && is_space(e[-1]))
+			e--;
+		for (c = s; c < e; c++)
+			if (((unsigned char)*c < 0x20 && *c != '\t') ||
+			    *c == 0x7f)
+				break;
+		if (c < e) {
+			perr(ps, "control character in line");
+			continue;
+		}
+		if (*s == '[') {
+			if (e[-1] != ']' || e - s < 2) {
+				perr(ps, "bad section header: missing ']'");
+				ps->sect = S_SKIP;
+				continue;
+			}
+			s++;
+			e--;
+			while (s < e && is_space(*s))
+				s++;
+			while (e > s && is_space(e[-1]))
+				e--;
+			section_start(ps, s, (size_t)(e - s));
+			continue;
+		}
+		eq = memchr(s, '=', (size_t)(e - s));
+		if (eq == NULL) {
+			perr(ps, "expected 'key = value' or '[section]'");
+			continue;
+		}
+		k = s;
+		ke = eq;
+		while (ke > k && is_space(ke[-1]))
+			ke--;
+		v = eq + 1;
+		while (v < e && is_space(*v))
+			v++;
+		klen = (size_t)(ke - k);
+		vlen = (size_t)(e - v);
+		for (i = 0; i < klen; i++)
+			if (!isalnum((unsigned char)k[i]) && k[i] != '_')
+				break;
+		if (klen == 0 || klen >= sizeof(ps->key) || i < klen) {
+			char q[400], t[128];
+
+			snprintf(t, sizeof(t), "%.*s", (int)(klen & 0x7f), k);
+			perr(ps, "bad key name '%s'", quote(t, q, sizeof(q)));
+			continue;
+		}
+		if (vlen > VALUE_MAX) {
+			perr(ps, "line too long (at most %d bytes of value)",
+			    VALUE_MAX);
+			continue;
+		}
+		memcpy(ps->key, k, klen);
+		ps->key[klen] = '\0';
+		eg_free(ps->longval);
+		ps->longval = NULL;
+		if (num < 8 || klen + 1 + vlen + 2 > (size_t)num) {
+			if ((ps->longval = eg_strndup(v, vlen)) == NULL) {
+				ps->oom = 1;
+				continue;
+			}
+			v = "\001";
+			vlen = 1;
+			k = "k";
+			klen = 1;
+		}
+		memcpy(str, k, klen);
+		str[klen] = '=';
+		memcpy(str + klen + 1, v, vlen);
+		str[klen + 2 + vlen - 1] = '\n';
+		str[klen + 2 + vlen] = '\0';
+		return str;
+	}
+}
+
+void
+rp_plan_free(struct rp_plan *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nsteps; i++) {
+		struct rp_step *s = &p->steps[i];
+
+		eg_free(s->name);
+		eg_free(s->phase);
+		eg_free(s->run);
+		rp_strv_free(&s->argv);
+		rp_strv_free(&s->rw);
+		rp_strv_free(&s->ro);
+		rp_strv_free(&s->env);
+		rp_strv_free(&s->secrets);
+		rp_strv_free(&s->capture);
+	}
+	eg_free(p->steps);
+	eg_free(p->file);
+	eg_free(p->dir);
+	eg_free(p->base);
+	eg_free(p->name);
+	eg_free(p->config);
+	eg_free(p->workdir);
+	eg_free(p->record);
+	rp_strv_free(&p->env);
+	rp_strv_free(&p->secrets);
+	eg_free(p);
+}
+
+/* Merge [replay] env under the step's own (the step's win). */
+static int
+merge_env(const struct rp_strv *base, struct rp_strv *step)
+{
+	struct rp_strv out = { 0 };
+	size_t i, j, klen;
+	int found;
+
+	for (i = 0; i < base->n; i++) {
+		klen = strcspn(base->v[i], "=");
+		found = 0;
+		for (j = 0; j < step->n; j++)
+			if (strncmp(step->v[j], base->v[i], klen + 1) == 0)
+				found = 1;
+		if (!found && rp_strv_add(&out, base->v[i]) == -1)
+			goto oom;
+	}
+	for (j = 0; j < step->n; j++)
+		if (rp_strv_add(&out, step->v[j]) == -1)
+			goto oom;
+	rp_strv_free(step);
+	*step = out;
+	return 0;
+oom:
+	rp_strv_free(&out);
+	return -1;
+}
+
+struct rp_plan *
+rp_plan_parse(const char *text, size_t len, const char *file,
+    const char *dir, const char *(*getenv_fn)(const char *),
+    int has_sandbox, const char *config_override, struct rp_errs *errs)
+{
+	struct parse ps;
+	struct rp_plan *pl;
+	const char *b, *why;
+	size_t i, n;
+	int rc, nerr0 = errs->n;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.file = file;
+	ps.dir = dir;
+	ps.p = text;
+	ps.end = text + len;
+	ps.errs = errs;
+	ps.getenv_fn = getenv_fn;
+	if ((pl = eg_calloc(1, sizeof(*pl))) == NULL) {
+		rp_errs_add(errs, file, 0, "out of memory");
+		return NULL;
+	}
+	ps.plan = pl;
+	pl->sandbox = has_sandbox ? RP_SB_BWRAP : RP_SB_NONE;
+	pl->file = eg_strdup(file);
+	pl->dir = eg_strdup(dir);
+	b = strrchr(file, '/');
+	b = b != NULL ? b + 1 : file;
+	n = strlen(b);
+	if (n > 4 && strcmp(b + n - 4, ".ini") == 0)
+		n -= 4;
+	pl->base = eg_strndup(b, n);
+	if (pl->file == NULL || pl->dir == NULL || pl->base == NULL)
+		ps.oom = 1;
+	if (memchr(text, '\0', len) != NULL)
+		rp_errs_add(errs, file, 0, "a NUL byte in the plan");
+	else {
+		rc = ini_parse_stream(reader, &ps, handler, &ps);
+		if (rc != 0 && errs->n == nerr0)
+			perr(&ps, rc == -2 ? "out of memory" :
+			    "cannot parse line");
+	}
+	eg_free(ps.longval);
+	if (ps.line == 0)
+		ps.line = 1;
+
+	if (pl->name == NULL && pl->base != NULL) {
+		if (!rp_valid_name(pl->base, strlen(pl->base)))
+			rp_errs_add(errs, file, ps.seen_replay[15] ?
+			    ps.seen_replay[15] : 1, "the plan's base name "
+			    "'%s' is not a run name (1 to 64 of A-Z a-z 0-9 . "
+			    "_ -): set name =", pl->base);
+		else if ((pl->name = eg_strdup(pl->base)) == NULL)
+			ps.oom = 1;
+	}
+	if (pl->workdir == NULL && (pl->workdir = eg_strdup(dir)) == NULL)
+		ps.oom = 1;
+	if (pl->record == NULL && (pl->record = abs_path(dir,
+	    "records/%n-%t")) == NULL)
+		ps.oom = 1;
+	if (config_override != NULL && pl->config == NULL &&
+	    (pl->config = eg_strdup(config_override)) == NULL)
+		ps.oom = 1;
+	if (pl->nsteps == 0)
+		rp_errs_add(errs, file, ps.line, "no step: add a [step:NAME] "
+		    "section");
+	if (pl->sandbox == RP_SB_BWRAP && !has_sandbox)
+		rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
+		    "the sandbox module is not compiled in");
+	for (i = 0; i < pl->nsteps; i++) {
+		struct rp_step *st = &pl->steps[i];
+
+		if (st->phase == NULL)
+			rp_errs_add(errs, file, st->line, "[step:%s]: phase "
+			    "= is required", st->name);
+		if (st->run == NULL)
+			rp_errs_add(errs, file, st->line, "[step:%s]: run = "
+			    "is required", st->name);
+		else if (st->shell) {
+			if (rp_strv_add(&st->argv, "/bin/sh") == -1 ||
+			    rp_strv_add(&st->argv, "-c") == -1 ||
+			    rp_strv_add(&st->argv, st->run) == -1)
+				ps.oom = 1;
+		} else if (rp_split_argv(st->run, &st->argv, &why) == -1)
+			rp_errs_add(errs, file, st->run_line, "run: %s", why);
+		else if (st->argv.n == 0)
+			rp_errs_add(errs, file, st->run_line, "run: no "
+			    "command");
+		if (st->sandbox == RP_SB_DEFAULT)
+			st->sandbox = pl->sandbox;
+		else if (st->sandbox == RP_SB_BWRAP && !has_sandbox)
+			rp_errs_add(errs, file, st->line, "[step:%s]: "
+			    "sandbox = bwrap: the sandbox module is not "
+			    "compiled in", st->name);
+		if (merge_env(&pl->env, &st->env) == -1)
+			ps.oom = 1;
+	}
+	if (ps.oom)
+		rp_errs_add(errs, file, 0, "out of memory");
+	if (errs->n != nerr0) {
+		rp_plan_free(pl);
+		return NULL;
+	}
+	return pl;
+}

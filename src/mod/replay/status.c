@@ -1,0 +1,144 @@
+/*
+ * status.c: egressd replay --status [--json] DIR.  One line per step
+ * (index, name, phase, state, termination, exit, seconds,
+ * allowed/blocked/failed) under a line for the run; --json prints the
+ * receipts as one JSON array.  Reads only; works while the run is going.
+ */
+#include <sys/types.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "receipt.h"
+#include "replay.h"
+
+/* steps/NN-NAME in index order, NN from 01 up to the first missing. */
+static int
+step_fd(int stepsfd, int idx, const char *name)
+{
+	char d[RP_NAME_MAX + 8];
+
+	snprintf(d, sizeof(d), "%02d-%s", idx, name);
+	return openat(stepsfd, d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+}
+
+/* The folder of step idx, found by its NN- prefix. */
+static int
+find_step(int stepsfd, int idx)
+{
+	char pre[16];
+	int fd, dfd, found = -1;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(pre, sizeof(pre), "%02d-", idx);
+	if ((dfd = dup(stepsfd)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		return -1;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, pre, 3) != 0)
+			continue;
+		fd = step_fd(stepsfd, idx, de->d_name + 3);
+		if (fd != -1) {
+			found = fd;
+			break;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static void
+secs(const char *a, const char *b, char *out, size_t len)
+{
+	int64_t s = rp_ts_parse(a), e = b[0] != '\0' ? rp_ts_parse(b) :
+	    rp_now_ms();
+
+	if (s < 0 || e < s)
+		snprintf(out, len, "-");
+	else
+		snprintf(out, len, "%.1f", (double)(e - s) / 1000.0);
+}
+
+int
+rp_status(const char *dir, int json)
+{
+	struct rp_run run;
+	struct rp_receipt r;
+	json_t *arr = NULL, *o;
+	char ex[16], sc[32], *s;
+	int dirfd, stepsfd, fd, i;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd == -1 || rp_run_read(dirfd, &run) == -1) {
+		fprintf(stderr, "egressd replay: %s: not a replay record "
+		    "directory\n", dir);
+		if (dirfd != -1)
+			close(dirfd);
+		return RP_EX_USAGE;
+	}
+	stepsfd = openat(dirfd, "steps", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (json)
+		arr = json_array();
+	else {
+		printf("run %s %s: %s", run.name, run.id, run.state);
+		if (run.has_exit)
+			printf(", exit %d", run.exit);
+		if (run.cancel_reason[0] != '\0')
+			printf(", cancelled: %s", run.cancel_reason);
+		secs(run.started, run.ended, sc, sizeof(sc));
+		printf(" (started %s, %s s)\n", run.started, sc);
+		printf("%2s  %-16s %-12s %-10s %-22s %5s %8s  %s\n", "#",
+		    "step", "phase", "state", "termination", "exit", "seconds",
+		    "allowed/blocked/failed");
+	}
+	for (i = 1; stepsfd != -1 && i <= run.steps; i++) {
+		if ((fd = find_step(stepsfd, i)) == -1)
+			break;
+		if (json) {
+			o = rp_receipt_json_read(fd);
+			if (o != NULL)
+				json_array_append_new(arr, o);
+		} else if (rp_receipt_read(fd, &r) == 0) {
+			if (r.has_exit)
+				snprintf(ex, sizeof(ex), "%d", r.exit_code);
+			else if (r.has_signal)
+				snprintf(ex, sizeof(ex), "sig%d", r.signal);
+			else
+				snprintf(ex, sizeof(ex), "-");
+			if (r.started[0] != '\0')
+				secs(r.started, r.ended, sc, sizeof(sc));
+			else
+				snprintf(sc, sizeof(sc), "-");
+			printf("%2d  %-16s %-12s %-10s %-22s %5s %8s  %llu/%llu/"
+			    "%llu%s%s\n", r.index, r.step, r.phase, r.state,
+			    r.termination[0] != '\0' ? r.termination : "-", ex,
+			    sc, (unsigned long long)r.allowed,
+			    (unsigned long long)r.blocked,
+			    (unsigned long long)r.failed,
+			    r.note[0] != '\0' ? "  " : "", r.note);
+		}
+		close(fd);
+	}
+	if (json) {
+		s = json_dumps(arr, JSON_COMPACT | JSON_SORT_KEYS);
+		if (s != NULL)
+			printf("%s\n", s);
+		eg_free(s);
+		json_decref(arr);
+	}
+	if (stepsfd != -1)
+		close(stepsfd);
+	close(dirfd);
+	return RP_EX_OK;
+}

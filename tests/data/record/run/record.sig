@@ -1,0 +1,1 @@
+MEQCIHo+67B/IF58274pllzkPwbQPOx/Fe0x/5JvYfzU5tDsAiBRYDNgEae8dqwZ7Zg1Dt0G0Gzw5Nobos7o64fmpttBHA==
