@@ -26,9 +26,10 @@ PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps"
 # packaging (ops-pkg): the Debian package's Build-Depends and tools, the
-# Debian 12 root of debpkg.test, the completion test's shells
+# Debian 12 root of debpkg.test, the completion test's shells, jq for
+# fleet-jq.test and python3-yaml for k8s.test
 PKGS="$PKGS debhelper dpkg-dev fakeroot lintian debootstrap binutils \
-libjansson-dev libsystemd-dev bash-completion zsh python3-yaml"
+libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
 
 # Slow tests run once (in _build), not in every tree: not in TESTS.
 PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test"
