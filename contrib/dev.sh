@@ -25,6 +25,14 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps"
+
+# The integration tests that run several workers against each other (and
+# reloads and phase switches against them): the ThreadSanitizer tree runs
+# these and the unit tests.  Names not (yet) in Makefile.am are left out.
+TSAN_TESTS="tests/integ/stress.test tests/integ/phase-load.test \
+tests/integ/concurrency.test tests/integ/admin.test \
+tests/integ/reload-storm.test"
+
 # packaging (ops-pkg): the Debian package's Build-Depends and tools, the
 # Debian 12 root of debpkg.test, the completion test's shells, jq for
 # fleet-jq.test and python3-yaml for k8s.test
@@ -33,13 +41,6 @@ libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
 
 # Slow tests run once (in _build), not in every tree: not in TESTS.
 PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test"
-
-# The integration tests that run several workers against each other (and
-# reloads and phase switches against them): the ThreadSanitizer tree runs
-# these and the unit tests.  Names not (yet) in Makefile.am are left out.
-TSAN_TESTS="tests/integ/stress.test tests/integ/phase-load.test \
-tests/integ/concurrency.test tests/integ/admin.test \
-tests/integ/reload-storm.test"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"
