@@ -10,8 +10,13 @@
 #                           and `make distcheck`; ends with "N passed, N failed"
 #   ./contrib/dev.sh tsan   only the ThreadSanitizer tree
 #
+# "test" also runs, once, in the normal tree, the slow packaging tests
+# ($PACKAGING_TESTS: the Debian package built, linted and installed into
+# a fresh Debian 12 root; make install with another prefix/sysconfdir).
+#
 # EGRESSD_REQUIRE_TSAN=1 makes a machine that cannot run ThreadSanitizer
-# programs a failure instead of a skip.
+# programs a failure instead of a skip; EGRESSD_REQUIRE_DEBOOTSTRAP=1 does
+# the same for a machine without root, debootstrap or the apt mirror.
 set -eu
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -28,6 +33,15 @@ libjansson-dev git libpsl-dev"
 TSAN_TESTS="tests/integ/stress.test tests/integ/phase-load.test \
 tests/integ/concurrency.test tests/integ/admin.test \
 tests/integ/reload-storm.test"
+
+# packaging (ops-pkg): the Debian package's Build-Depends and tools, the
+# Debian 12 root of debpkg.test, the completion test's shells, jq for
+# fleet-jq.test and python3-yaml for k8s.test
+PKGS="$PKGS debhelper dpkg-dev fakeroot lintian debootstrap binutils \
+libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
+
+# Slow tests run once (in _build), not in every tree: not in TESTS.
+PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -169,6 +183,9 @@ test)
 	    "$top/_build-tsan"
 	build "$top/_build"
 	check "$top/_build"
+	t0=$(date +%s)
+	check "$top/_build" TESTS="$PACKAGING_TESTS"
+	echo "dev.sh: packaging tests: $(($(date +%s) - t0)) s"
 	build "$top/_build-min" --disable-sandbox
 	check "$top/_build-min"
 	build "$top/_build-asan" \

@@ -95,7 +95,8 @@ static const char *admin;	/* -s */
 static int json_out;		/* --json */
 static const char *session;	/* -S */
 static char *token;		/* TCP bearer token */
-static int tty_bold;		/* stdout is a terminal, bold wanted */
+static int tty_bold;		/* stdout is a terminal, bold and colours
+				   wanted (NO_COLOR unset or empty) */
 static int tty_out;		/* stdout is a terminal */
 
 /* --- terminal safety ------------------------------------------------------ */
@@ -1107,6 +1108,36 @@ cmd_phases(void)
 	return EX_OK;
 }
 
+/*
+ * An audit event's name padded to 5 columns; on a terminal (and without
+ * NO_COLOR) ALLOW is green, BLOCK red and FAIL yellow, the padding left
+ * outside the colour.
+ */
+static void
+put_event_name(const char *ev)
+{
+	const char *col = NULL;
+	size_t n;
+
+	if (tty_bold) {
+		if (strcmp(ev, "ALLOW") == 0)
+			col = "\033[32m";
+		else if (strcmp(ev, "BLOCK") == 0)
+			col = "\033[31m";
+		else if (strcmp(ev, "FAIL") == 0)
+			col = "\033[33m";
+	}
+	if (col == NULL) {
+		put_pad(ev, 5);
+		return;
+	}
+	fputs(col, stdout);
+	put_safe(ev);
+	fputs("\033[0m", stdout);
+	for (n = strlen(ev); n < 5; n++)
+		putchar(' ');
+}
+
 /* One audit event as an aligned text line. */
 static void
 put_event(const struct jv *e)
@@ -1131,7 +1162,7 @@ put_event(const struct jv *e)
 	fputs("  ", stdout);
 	put_pad(jstr(e, "ts"), 24);
 	fputs("  ", stdout);
-	put_pad(ev, 5);
+	put_event_name(ev);
 	putchar(' ');
 	if (strcmp(ev, "PHASE") == 0)
 		snprintf(target, sizeof(target), "%s", jstr(e, "phase"));
@@ -1680,7 +1711,9 @@ main(int argc, char *argv[])
 		return usage_err("-S goes with status, phase and audit, not "
 		    "with %s", words[0]);
 	tty_out = isatty(STDOUT_FILENO);
-	tty_bold = tty_out && getenv("NO_COLOR") == NULL;
+	/* https://no-color.org: set and not empty means no colour */
+	tty_bold = tty_out && (getenv("NO_COLOR") == NULL ||
+	    *getenv("NO_COLOR") == '\0');
 	signal(SIGPIPE, SIG_IGN);
 
 	if (strcmp(words[0], "status") == 0 && nw == 1)
