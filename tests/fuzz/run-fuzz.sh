@@ -17,7 +17,7 @@ pattern|src/lib/policy.c src/lib/host.c src/lib/err.c|
 sni|src/lib/sni.c src/lib/err.c|
 session-body|src/lib/sessbody.c|
 cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
-verify|src/mod/record/verify.c src/mod/record/chain.c|-lmbedcrypto
+verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 '
 
 secs=${1:-60}

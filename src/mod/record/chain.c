@@ -163,7 +163,7 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 	struct rc_chain *c;
 	unsigned char d[32];
 
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = eg_calloc(1, sizeof(*c))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -174,12 +174,12 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 	memcpy(c->cur.head, zeros, sizeof(zeros));
 	if (p->key != NULL) {
 		if (rc_load_key(&c->pk, p->key, 1, err, errlen) == -1) {
-			free(c);
+			eg_free(c);
 			return NULL;
 		}
 		if (rc_drbg_init(&c->ent, &c->drbg, err, errlen) == -1) {
 			mbedtls_pk_free(&c->pk);
-			free(c);
+			eg_free(c);
 			return NULL;
 		}
 		c->keyed = 1;
@@ -200,7 +200,7 @@ chain_free(void *st)
 		mbedtls_ctr_drbg_free(&c->drbg);
 		mbedtls_entropy_free(&c->ent);
 	}
-	free(c);
+	eg_free(c);
 }
 
 static int
