@@ -19,7 +19,7 @@ session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
 redact|src/mod/replay/redact.c src/lib/alloc.c|
-verify|src/mod/record/verify.c src/mod/record/chain.c|-lmbedcrypto
+verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 '
 

@@ -446,7 +446,37 @@ test_defaults(void)
 	is_int(cfg->workers, 0, "workers 0");
 	ok(cfg->dns_timeout_ms == 5000 && cfg->dns_tries == 2,
 	    "dns_timeout 5, dns_tries 2");
+	ok(!cfg->audit_chain && cfg->audit_key == NULL &&
+	    cfg->checkpoint_lines == 1000 &&
+	    cfg->checkpoint_interval_ms == 60000,
+	    "record keys: chain off, no key, checkpoints 1000 lines / 60 s");
 	eg_cfg_unref(cfg);
+
+	/* the record module's keys: parsed with it, refused without */
+	cfg = parse_str("[proxy]\naudit_chain = yes\naudit_key = /k\n"
+	    "checkpoint_lines = 5\ncheckpoint_interval = 2\n[phase:a]\n",
+	    &errs);
+	if (eg_module_audit_ops() != NULL)
+		ok(cfg != NULL && cfg->audit_chain &&
+		    strcmp(cfg->audit_key, "/k") == 0 &&
+		    cfg->checkpoint_lines == 5 &&
+		    cfg->checkpoint_interval_ms == 2000,
+		    "audit_chain, audit_key, checkpoint_lines/interval parse");
+	else
+		ok(cfg == NULL && errs.n == 2 && strcmp(errs.msg[0],
+		    "t.ini:2: audit_chain: the record module is not compiled "
+		    "in (./configure --enable-record)") == 0,
+		    "audit_chain = yes without the record module: an error");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+	cfg = parse_str("[proxy]\naudit_chain = no\ncheckpoint_lines = 0\n"
+	    "[phase:a]\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strstr(errs.msg[0],
+	    "t.ini:3: bad value '0' for checkpoint_lines") != NULL,
+	    "checkpoint_lines = 0 is refused; audit_chain = no is fine "
+	    "either way");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
 
 	cfg = parse_str("[phase:b]\n[phase:a]\n[proxy]\nunix = /tmp/x.sock\n",
 	    &errs);

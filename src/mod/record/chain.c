@@ -11,13 +11,24 @@
  * thread at a time per state); what a call makes is staged and becomes
  * the chain's state only on commit(ok), so a line the write(2) lost
  * does not advance the chain.
+ *
+ * Signing under that lock must be short: every worker's next line waits
+ * for it.  An ECDSA signature is a scalar multiplication k*G (about a
+ * millisecond with mbedTLS 2.28's P-256), which depends on nothing but a
+ * fresh random k, and then s = k^-1 (e + r d) mod n, which is cheap.  So
+ * a thread of the chain's own keeps a few (k^-1, r) pairs ready, made
+ * with its own random generator outside the lock; a checkpoint takes one
+ * (each is used once and then zeroed) and only does the cheap part.  When
+ * none is ready it signs the whole way (mbedtls_pk_sign()).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <mbedtls/asn1write.h>
 #include <mbedtls/base64.h>
 #include <mbedtls/ecdsa.h>
 #include <mbedtls/error.h>
@@ -35,6 +46,12 @@ struct chain_pos {
 	uint64_t	 since;		/* other lines since the last one */
 };
 
+#define RC_NONCES	4		/* (k^-1, r) pairs kept ready */
+
+struct rc_nonce {
+	mbedtls_mpi		 kinv, r;
+};
+
 struct rc_chain {
 	char			 run[37];
 	char			 config[RC_HEX_LEN + 1];
@@ -44,7 +61,201 @@ struct rc_chain {
 	mbedtls_entropy_context	 ent;
 	mbedtls_ctr_drbg_context drbg;
 	struct chain_pos	 cur, next;	/* committed, staged */
+
+	/* nonce precomputation (keyed only) */
+	pthread_t		 thr;
+	int			 thr_on;
+	pthread_mutex_t		 nm;		/* pool, npool, stop */
+	pthread_cond_t		 ncv;
+	int			 stop;
+	struct rc_nonce		 pool[RC_NONCES];
+	unsigned		 npool;
+	mbedtls_ecp_group	 grp;		/* the thread's copy */
+	mbedtls_entropy_context	 ent2;
+	mbedtls_ctr_drbg_context drbg2;
+	uint64_t		 fast, slow;	/* signatures of each kind */
 };
+
+/* One (k^-1 mod n, r = (kG).x mod n) with a fresh k; 0 or -1. */
+static int
+nonce_make(mbedtls_ecp_group *grp, mbedtls_ctr_drbg_context *drbg,
+    struct rc_nonce *out)
+{
+	mbedtls_mpi k;
+	mbedtls_ecp_point R;
+	int rc;
+
+	mbedtls_mpi_init(&k);
+	mbedtls_ecp_point_init(&R);
+	do {
+		rc = mbedtls_ecp_gen_privkey(grp, &k, mbedtls_ctr_drbg_random,
+		    drbg);
+		if (rc == 0)
+			rc = mbedtls_ecp_mul(grp, &R, &k, &grp->G,
+			    mbedtls_ctr_drbg_random, drbg);
+		if (rc == 0)
+			rc = mbedtls_mpi_mod_mpi(&out->r, &R.X, &grp->N);
+	} while (rc == 0 && mbedtls_mpi_cmp_int(&out->r, 0) == 0);
+	if (rc == 0)
+		rc = mbedtls_mpi_inv_mod(&out->kinv, &k, &grp->N);
+	mbedtls_mpi_free(&k);		/* zeroes it */
+	mbedtls_ecp_point_free(&R);
+	return rc == 0 ? 0 : -1;
+}
+
+static void *
+nonce_main(void *arg)
+{
+	struct rc_chain *c = arg;
+	struct rc_nonce n;
+
+	mbedtls_mpi_init(&n.kinv);
+	mbedtls_mpi_init(&n.r);
+	pthread_mutex_lock(&c->nm);
+	while (!c->stop) {
+		if (c->npool == RC_NONCES) {
+			pthread_cond_wait(&c->ncv, &c->nm);
+			continue;
+		}
+		pthread_mutex_unlock(&c->nm);
+		if (nonce_make(&c->grp, &c->drbg2, &n) == -1) {
+			pthread_mutex_lock(&c->nm);
+			break;		/* the slow path still signs */
+		}
+		pthread_mutex_lock(&c->nm);
+		mbedtls_mpi_swap(&c->pool[c->npool].kinv, &n.kinv);
+		mbedtls_mpi_swap(&c->pool[c->npool].r, &n.r);
+		c->npool++;
+	}
+	pthread_mutex_unlock(&c->nm);
+	mbedtls_mpi_free(&n.kinv);
+	mbedtls_mpi_free(&n.r);
+	return NULL;
+}
+
+/*
+ * The cheap half of ECDSA with a precomputed nonce: DER (r, s) into sig.
+ * 0, or -1 when no nonce is ready (or s came out 0).
+ */
+static int
+sign_fast(struct rc_chain *c, const unsigned char hash[32],
+    unsigned char *sig, size_t *slen)
+{
+	const mbedtls_ecp_keypair *kp = mbedtls_pk_ec(c->pk);
+	struct rc_nonce n;
+	mbedtls_mpi e, s;
+	unsigned char der[RC_SIG_MAX], *p = der + sizeof(der);
+	size_t len = 0;
+	int rc, got = 0, w;
+
+	mbedtls_mpi_init(&n.kinv);
+	mbedtls_mpi_init(&n.r);
+	pthread_mutex_lock(&c->nm);
+	if (c->npool > 0) {
+		c->npool--;
+		mbedtls_mpi_swap(&c->pool[c->npool].kinv, &n.kinv);
+		mbedtls_mpi_swap(&c->pool[c->npool].r, &n.r);
+		got = 1;
+		pthread_cond_signal(&c->ncv);
+	}
+	pthread_mutex_unlock(&c->nm);
+	if (!got) {
+		mbedtls_mpi_free(&n.kinv);
+		mbedtls_mpi_free(&n.r);
+		return -1;
+	}
+	mbedtls_mpi_init(&e);
+	mbedtls_mpi_init(&s);
+	/* P-256 and SHA-256: e is the whole hash (same bit length as n) */
+	rc = mbedtls_mpi_read_binary(&e, hash, 32);
+	if (rc == 0)
+		rc = mbedtls_mpi_mul_mpi(&s, &n.r, &kp->d);
+	if (rc == 0)
+		rc = mbedtls_mpi_add_mpi(&s, &s, &e);
+	if (rc == 0)
+		rc = mbedtls_mpi_mod_mpi(&s, &s, &kp->grp.N);
+	if (rc == 0)
+		rc = mbedtls_mpi_mul_mpi(&s, &s, &n.kinv);
+	if (rc == 0)
+		rc = mbedtls_mpi_mod_mpi(&s, &s, &kp->grp.N);
+	if (rc == 0 && mbedtls_mpi_cmp_int(&s, 0) == 0)
+		rc = -1;
+	/* SEQUENCE { INTEGER r, INTEGER s }, written backwards */
+	if (rc == 0 && (w = mbedtls_asn1_write_mpi(&p, der, &s)) > 0)
+		len += (size_t)w;
+	else
+		rc = -1;
+	if (rc == 0 && (w = mbedtls_asn1_write_mpi(&p, der, &n.r)) > 0)
+		len += (size_t)w;
+	else
+		rc = -1;
+	if (rc == 0 && (w = mbedtls_asn1_write_len(&p, der, len)) > 0)
+		len += (size_t)w;
+	else
+		rc = -1;
+	if (rc == 0 && (w = mbedtls_asn1_write_tag(&p, der,
+	    MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) > 0)
+		len += (size_t)w;
+	else
+		rc = -1;
+	if (rc == 0) {
+		memcpy(sig, p, len);
+		*slen = len;
+	}
+	mbedtls_mpi_free(&e);
+	mbedtls_mpi_free(&s);
+	mbedtls_mpi_free(&n.kinv);	/* used once, zeroed */
+	mbedtls_mpi_free(&n.r);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Start the nonce thread (keyed chains); failure only loses speed. */
+static void
+nonce_start(struct rc_chain *c)
+{
+	char err[128];
+	unsigned i;
+
+	pthread_mutex_init(&c->nm, NULL);
+	pthread_cond_init(&c->ncv, NULL);
+	for (i = 0; i < RC_NONCES; i++) {
+		mbedtls_mpi_init(&c->pool[i].kinv);
+		mbedtls_mpi_init(&c->pool[i].r);
+	}
+	mbedtls_ecp_group_init(&c->grp);
+	if (mbedtls_ecp_group_copy(&c->grp, &mbedtls_pk_ec(c->pk)->grp) != 0 ||
+	    rc_drbg_init(&c->ent2, &c->drbg2, err, sizeof(err)) == -1)
+		return;
+	if (pthread_create(&c->thr, NULL, nonce_main, c) == 0)
+		c->thr_on = 1;
+	else {
+		mbedtls_ctr_drbg_free(&c->drbg2);
+		mbedtls_entropy_free(&c->ent2);
+	}
+}
+
+static void
+nonce_stop(struct rc_chain *c)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&c->nm);
+	c->stop = 1;
+	pthread_cond_signal(&c->ncv);
+	pthread_mutex_unlock(&c->nm);
+	if (c->thr_on) {
+		pthread_join(c->thr, NULL);
+		mbedtls_ctr_drbg_free(&c->drbg2);
+		mbedtls_entropy_free(&c->ent2);
+	}
+	for (i = 0; i < RC_NONCES; i++) {
+		mbedtls_mpi_free(&c->pool[i].kinv);
+		mbedtls_mpi_free(&c->pool[i].r);
+	}
+	mbedtls_ecp_group_free(&c->grp);
+	pthread_mutex_destroy(&c->nm);
+	pthread_cond_destroy(&c->ncv);
+}
 
 /* --- shared helpers ------------------------------------------------------ */
 
@@ -163,7 +374,7 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 	struct rc_chain *c;
 	unsigned char d[32];
 
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = eg_calloc(1, sizeof(*c))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -174,15 +385,16 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 	memcpy(c->cur.head, zeros, sizeof(zeros));
 	if (p->key != NULL) {
 		if (rc_load_key(&c->pk, p->key, 1, err, errlen) == -1) {
-			free(c);
+			eg_free(c);
 			return NULL;
 		}
 		if (rc_drbg_init(&c->ent, &c->drbg, err, errlen) == -1) {
 			mbedtls_pk_free(&c->pk);
-			free(c);
+			eg_free(c);
 			return NULL;
 		}
 		c->keyed = 1;
+		nonce_start(c);
 	}
 	c->next = c->cur;
 	return c;
@@ -196,11 +408,12 @@ chain_free(void *st)
 	if (c == NULL)
 		return;
 	if (c->keyed) {
+		nonce_stop(c);
 		mbedtls_pk_free(&c->pk);
 		mbedtls_ctr_drbg_free(&c->drbg);
 		mbedtls_entropy_free(&c->ent);
 	}
-	free(c);
+	eg_free(c);
 }
 
 static int
@@ -249,10 +462,16 @@ sign(struct rc_chain *c, const struct chain_pos *pos, uint64_t seq,
 	mlen = rc_ck_message(msg, sizeof(msg), c->run, strlen(c->run), seq,
 	    pos->lines, pos->head);
 	if (mlen == 0 ||
-	    mbedtls_sha256_ret((const unsigned char *)msg, mlen, hash, 0) ||
-	    mbedtls_pk_sign(&c->pk, MBEDTLS_MD_SHA256, hash, sizeof(hash),
-	    sig, &slen, mbedtls_ctr_drbg_random, &c->drbg) != 0 ||
-	    mbedtls_base64_encode((unsigned char *)b64, cap, &olen, sig,
+	    mbedtls_sha256_ret((const unsigned char *)msg, mlen, hash, 0))
+		return -1;
+	if (sign_fast(c, hash, sig, &slen) == 0)
+		c->fast++;
+	else if (mbedtls_pk_sign(&c->pk, MBEDTLS_MD_SHA256, hash,
+	    sizeof(hash), sig, &slen, mbedtls_ctr_drbg_random, &c->drbg) == 0)
+		c->slow++;
+	else
+		return -1;
+	if (mbedtls_base64_encode((unsigned char *)b64, cap, &olen, sig,
 	    slen) != 0)
 		return -1;
 	b64[olen] = '\0';
@@ -287,6 +506,22 @@ checkpoint_at(struct rc_chain *c, struct chain_pos *pos, int json,
 	return chain_one(pos, json, buf, (size_t)n, cap);
 }
 
+/* Every checkpoint_lines other lines: the CHECKPOINT after buf[0..n),
+ * in the same buffer (the same write).  The new length. */
+static size_t
+due(struct rc_chain *c, int json, int64_t ts_ms, char *buf, size_t n,
+    size_t cap)
+{
+	size_t k;
+
+	if (n > 0 && c->keyed && c->ck_lines > 0 &&
+	    c->next.since >= c->ck_lines &&
+	    (k = checkpoint_at(c, &c->next, json, ts_ms, buf + n,
+	    cap - n)) > 0)
+		n += k;
+	return n;
+}
+
 static size_t
 start(void *st, int json, int64_t ts_ms, const char *prev, char *buf,
     size_t cap)
@@ -309,25 +544,21 @@ start(void *st, int json, int64_t ts_ms, const char *prev, char *buf,
 	if (n < 0 || (size_t)n >= cap)
 		return 0;
 	c->next.since++;
-	return chain_one(&c->next, json, buf, (size_t)n, cap);
+	return due(c, json, ts_ms, buf, chain_one(&c->next, json, buf,
+	    (size_t)n, cap), cap);
 }
 
 static size_t
 line(void *st, int json, int64_t ts_ms, char *buf, size_t len, size_t cap)
 {
 	struct rc_chain *c = st;
-	size_t n, k;
+	size_t n;
 
 	c->next = c->cur;
 	if ((n = chain_one(&c->next, json, buf, len, cap)) == 0)
 		return 0;
 	c->next.since++;
-	/* every checkpoint_lines other lines: one in the same write */
-	if (c->keyed && c->ck_lines > 0 && c->next.since >= c->ck_lines &&
-	    (k = checkpoint_at(c, &c->next, json, ts_ms, buf + n,
-	    cap - n)) > 0)
-		n += k;
-	return n;
+	return due(c, json, ts_ms, buf, n, cap);
 }
 
 static size_t

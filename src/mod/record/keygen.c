@@ -66,18 +66,18 @@ rc_keygen_main(int argc, char *argv[])
 		fprintf(stderr, "usage: egressd record keygen KEY\n");
 		return 2;
 	}
-	if ((pubpath = malloc(strlen(argv[1]) + 5)) == NULL)
+	if ((pubpath = eg_malloc(strlen(argv[1]) + 5)) == NULL)
 		return 1;
 	sprintf(pubpath, "%s.pub", argv[1]);
 	if (access(pubpath, F_OK) == 0 || errno != ENOENT) {
 		fprintf(stderr, "egressd: record keygen: %s exists; not "
 		    "overwritten\n", pubpath);
-		free(pubpath);
+		eg_free(pubpath);
 		return 1;
 	}
 	if (rc_drbg_init(&ent, &drbg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd: record keygen: %s\n", err);
-		free(pubpath);
+		eg_free(pubpath);
 		return 1;
 	}
 	mbedtls_pk_init(&pk);
@@ -112,6 +112,6 @@ out:
 	mbedtls_pk_free(&pk);
 	mbedtls_ctr_drbg_free(&drbg);
 	mbedtls_entropy_free(&ent);
-	free(pubpath);
+	eg_free(pubpath);
 	return rc;
 }

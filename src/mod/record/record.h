@@ -14,6 +14,7 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/pk.h>
 
+#include "alloc.h"
 #include "module.h"
 
 #define RC_HEX_LEN	64		/* a SHA-256 in hex */

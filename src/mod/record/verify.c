@@ -467,9 +467,9 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 	memset(r, 0, sizeof(*r));
 	if (pubkey != NULL && rc_load_key(&pk, pubkey, 0, err, errlen) == -1)
 		return -1;
-	if ((blk = malloc(buf == NULL ? RV_BLOCK : 1)) == NULL ||
-	    (lbuf = malloc(RV_LINE_MAX)) == NULL ||
-	    (pbuf = malloc(RV_LINE_MAX)) == NULL) {
+	if ((blk = eg_malloc(buf == NULL ? RV_BLOCK : 1)) == NULL ||
+	    (lbuf = eg_malloc(RV_LINE_MAX)) == NULL ||
+	    (pbuf = eg_malloc(RV_LINE_MAX)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -536,9 +536,9 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 	}
 	rc = 0;
 out:
-	free(blk);
-	free(lbuf);
-	free(pbuf);
+	eg_free(blk);
+	eg_free(lbuf);
+	eg_free(pbuf);
 	if (pubkey != NULL)
 		mbedtls_pk_free(&pk);
 	return rc;
