@@ -1111,17 +1111,22 @@ admin_free(struct eg_admin *ad)
 	eg_free(ad);
 }
 
+static int	admin_adopted(struct egress *, struct eg_err *);
+static int	admin_serve(struct egress *, struct eg_admin *,
+		    struct eg_err *);
+
 int
 eg_admin_start(struct egress *ex, struct eg_err *err)
 {
 	struct eg_admin *ad;
 	const char *admin = ex->cfg->admin;
 	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	unsigned maxc;
 	int rc;
 
 	if (ex->admin != NULL)
 		return 0;
+	if (ex->admin_fd != -1)
+		return admin_adopted(ex, err);
 	if (admin != NULL && strcmp(admin, "none") == 0)
 		return 0;
 	if ((ad = eg_calloc(1, sizeof(*ad))) == NULL)
@@ -1163,6 +1168,59 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		admin_free(ad);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}
+	return admin_serve(ex, ad, err);
+}
+
+/*
+ * The admin API on the socket egress_adopt_fd(ex, fd, "admin") handed in
+ * (socket activation): admin = is not bound; a TCP socket still needs
+ * the token.  The fd is the admin API's from here on (closed by
+ * admin_free(), even on failure).
+ */
+static int
+admin_adopted(struct egress *ex, struct eg_err *err)
+{
+	struct eg_admin *ad;
+	struct eg_lsock ls;
+	int fd = ex->admin_fd;
+
+	ex->admin_fd = -1;
+	if ((ad = eg_calloc(1, sizeof(*ad))) == NULL) {
+		close(fd);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
+	ad->ex = ex;
+	ad->fd = fd;
+	pthread_mutex_init(&ad->mtx, NULL);
+	if (eg_listen_adopt(&ls, fd, err) == -1) {
+		admin_free(ad);
+		return -1;
+	}
+	/* MHD's own sockets block; the listener must too (MHD polls it) */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	ad->where = ls.text;	/* not ad->path: never unlinked */
+	if (ls.kind == EG_LISTEN_TCP) {
+		ad->tcp = 1;
+		if (read_token(ad, ex->cfg->admin_token_file, err) == -1) {
+			admin_free(ad);
+			return -1;
+		}
+	}
+	if (ex->cfg->admin != NULL && (ad->conf = eg_strdup(ex->cfg->admin))
+	    == NULL) {
+		admin_free(ad);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
+	return admin_serve(ex, ad, err);
+}
+
+/* Start the HTTP server on ad->fd (ad->where names it); ad is freed on
+ * failure. */
+static int
+admin_serve(struct egress *ex, struct eg_admin *ad, struct eg_err *err)
+{
+	unsigned maxc;
+
 	/*
 	 * Idle connections must not lock the control plane: up to
 	 * admin_max_connections at once (within the descriptor limit), each
@@ -1189,7 +1247,7 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 	    MHD_OPTION_END);
 	if (ad->d == NULL || ad->where == NULL) {
 		eg_err_set(err, EIO, "admin %s: cannot start the HTTP server",
-		    admin != NULL ? admin : def);
+		    ad->where != NULL ? ad->where : "(out of memory)");
 		admin_free(ad);
 		return -1;
 	}
