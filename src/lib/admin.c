@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <strings.h>
@@ -462,6 +463,24 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	return reply_json(con, 200, &j);
 }
 
+/* Open descriptors (entries of /proc/self/fd, less the one reading it);
+ * -1 when unknown. */
+static int64_t
+count_fds(void)
+{
+	struct dirent *de;
+	int64_t n = 0;
+	DIR *d;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n > 0 ? n - 1 : 0;
+}
+
 static enum MHD_Result
 get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 {
@@ -481,6 +500,11 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	g.total = __atomic_load_n(&ex->total, __ATOMIC_RELAXED);
 	g.uptime_s = up > 0 ? (uint64_t)up / 1000 : 0;
 	g.sessions = __atomic_load_n(&ex->nsessions, __ATOMIC_RELAXED);
+	pthread_rwlock_rdlock(&ex->lock);	/* ex->cfg: a reload swaps it */
+	g.max_connections = ex->cfg->max_connections;
+	pthread_rwlock_unlock(&ex->lock);
+	g.open_fds = count_fds();
+	g.max_fds = ex->fd_limit;
 	eg_buf_reserve(&b, 65536);	/* the usual size in one go */
 	if (eg_metrics_render(ex->metrics, &g, &b) == -1) {
 		eg_buf_clear(&b);
