@@ -20,7 +20,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps \
-libsystemd-dev systemd logrotate prometheus rsyslog"
+libsystemd-dev systemd logrotate prometheus"
 
 # The integration tests that run several workers against each other (and
 # reloads and phase switches against them): the ThreadSanitizer tree runs
