@@ -25,7 +25,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PKGS="build-essential autoconf automake libtool pkg-config \
 libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps \
-libjansson-dev git libpsl-dev"
+libjansson-dev git libpsl-dev \
+libsystemd-dev systemd logrotate prometheus"
 
 # The integration tests that run several workers against each other (and
 # reloads and phase switches against them): the ThreadSanitizer tree runs

@@ -16,7 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "egress.h"
 #include "audit.h"
@@ -48,6 +53,8 @@ static const char usage_text[] =
 "\n"
 "Signals: HUP reloads the configuration, USR1 reopens the audit log,\n"
 "TERM/INT stop cleanly.  Exit: 0 ok, 1 config error, 2 usage, 3 runtime.\n"
+"Under systemd: Type=notify, the watchdog, and sockets handed over by\n"
+"socket activation (names \"proxy\" and \"admin\"; see egressd(8)).\n"
 "Example: egressd -l 127.0.0.1:3128 --audit -   then\n"
 "         curl -x http://127.0.0.1:3128 https://api.anthropic.com/\n";
 
@@ -105,6 +112,196 @@ struct opt {
 	const char	*value;
 };
 
+/* --- systemd: readiness, watchdog, socket activation (egressd(8)) ------ */
+
+#ifdef HAVE_SYSTEMD
+/* sd_notify(3): a no-op unless systemd (NOTIFY_SOCKET) started us */
+#define notify(...)	((void)sd_notifyf(0, __VA_ARGS__))
+#else
+static void	notify(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+static void
+notify(const char *fmt, ...)
+{
+	(void)fmt;
+}
+#endif
+
+/* READY=1 with a STATUS= line naming the phase (after start, reload) */
+static void
+notify_ready(struct egress *ex, const char *what)
+{
+	char phase[128];
+
+	if (egress_phase(ex, phase, sizeof(phase)) == -1)
+		snprintf(phase, sizeof(phase), "?");
+	notify("READY=1\nSTATUS=%s; phase %s", what, phase);
+}
+
+#ifdef HAVE_SYSTEMD
+/*
+ * The watchdog (WatchdogSec=): WATCHDOG=1 every half interval, but only
+ * when every loop thread went once round its loop in time
+ * (egress_ping()): a stuck loop starves the watchdog and systemd
+ * restarts us.  Stopped through wd_stop.
+ */
+struct watchdog {
+	struct egress	*ex;
+	uint64_t	 usec;		/* WATCHDOG_USEC */
+	pthread_mutex_t	 mtx;
+	pthread_cond_t	 cv;
+	int		 stop;
+	pthread_t	 thr;
+};
+
+static void *
+watchdog_main(void *arg)
+{
+	struct watchdog *wd = arg;
+	struct timespec ts;
+	uint64_t half = wd->usec / 2;
+	unsigned budget;
+	int alive, was = 1;
+
+	/* a loop gets a quarter of the interval to answer */
+	budget = wd->usec / 4000 > 0 ? (unsigned)(wd->usec / 4000) : 1;
+	pthread_mutex_lock(&wd->mtx);
+	while (!wd->stop) {
+		pthread_mutex_unlock(&wd->mtx);
+		alive = egress_ping(wd->ex, budget);
+		if (alive == 1)
+			notify("WATCHDOG=1");
+		else if (alive == 0 && was)
+			fprintf(stderr, "egressd: error: watchdog: a loop "
+			    "thread did not answer within %u ms; not feeding "
+			    "the watchdog\n", budget);
+		if (alive == 0 && was)
+			notify("STATUS=a loop thread is stuck");
+		was = alive != 0;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(half / 1000000);
+		ts.tv_nsec += (long)(half % 1000000) * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&wd->mtx);
+		while (!wd->stop && pthread_cond_timedwait(&wd->cv, &wd->mtx,
+		    &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&wd->mtx);
+	return NULL;
+}
+
+static int
+watchdog_start(struct watchdog *wd, struct egress *ex)
+{
+	uint64_t usec = 0;
+
+	memset(wd, 0, sizeof(*wd));
+	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+		return 0;
+	wd->ex = ex;
+	wd->usec = usec;
+	pthread_mutex_init(&wd->mtx, NULL);
+	pthread_cond_init(&wd->cv, NULL);
+	if (pthread_create(&wd->thr, NULL, watchdog_main, wd) != 0) {
+		fprintf(stderr, "egressd: warning: watchdog: cannot start "
+		    "its thread\n");
+		wd->usec = 0;
+		return 0;
+	}
+	return 1;
+}
+
+static void
+watchdog_stop(struct watchdog *wd)
+{
+	if (wd->usec == 0)
+		return;
+	pthread_mutex_lock(&wd->mtx);
+	wd->stop = 1;
+	pthread_cond_signal(&wd->cv);
+	pthread_mutex_unlock(&wd->mtx);
+	pthread_join(wd->thr, NULL);
+	pthread_mutex_destroy(&wd->mtx);
+	pthread_cond_destroy(&wd->cv);
+}
+
+/*
+ * Socket activation: the descriptors systemd handed over (LISTEN_FDS,
+ * checked against LISTEN_PID by sd_listen_fds_with_names()), by their
+ * FileDescriptorName=: "proxy" (or "unknown": no names given) is a proxy
+ * listener, "admin" the admin API's; any other name is an error.
+ */
+static int
+adopt_listen_fds(struct egress *ex)
+{
+	char **names = NULL;
+	int n, i, rc = 0;
+
+	n = sd_listen_fds_with_names(1, &names);
+	if (n < 0) {
+		fprintf(stderr, "egressd: socket activation: %s\n",
+		    strerror(-n));
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		const char *name = names != NULL && names[i] != NULL ?
+		    names[i] : "unknown";
+		const char *role = strcmp(name, "admin") == 0 ? "admin" :
+		    strcmp(name, "proxy") == 0 ||
+		    strcmp(name, "unknown") == 0 ? "proxy" : NULL;
+
+		if (rc == -1)
+			;
+		else if (role == NULL) {
+			fprintf(stderr, "egressd: socket activation: "
+			    "descriptor %d is named '%s'; egressd takes "
+			    "\"proxy\" and \"admin\" "
+			    "(FileDescriptorName=)\n", SD_LISTEN_FDS_START + i,
+			    name);
+			rc = -1;
+		} else if (egress_adopt_fd(ex, SD_LISTEN_FDS_START + i,
+		    role) == -1) {
+			fprintf(stderr, "egressd: socket activation: %s\n",
+			    egress_errmsg(ex));
+			rc = -1;
+		}
+		if (names != NULL)
+			free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+#else
+struct watchdog { int unused; };
+static int
+watchdog_start(struct watchdog *wd, struct egress *ex)
+{
+	(void)wd;
+	(void)ex;
+	return 0;
+}
+static void
+watchdog_stop(struct watchdog *wd)
+{
+	(void)wd;
+}
+static int
+adopt_listen_fds(struct egress *ex)
+{
+	(void)ex;
+	if (getenv("LISTEN_FDS") != NULL)
+		fprintf(stderr, "egressd: warning: LISTEN_FDS is set but "
+		    "egressd was built without libsystemd "
+		    "(./configure --with-systemd): the handed-over sockets "
+		    "are not used\n");
+	return 0;
+}
+#endif
+
 int
 main(int argc, char *argv[])
 {
@@ -125,6 +322,8 @@ main(int argc, char *argv[])
 	struct opt *opts;
 	size_t nopts = 0, i;
 	struct egress *ex;
+	struct watchdog wd;
+	struct timespec now;
 	char err[8192];
 	struct stat st;
 	sigset_t set;
@@ -186,6 +385,10 @@ main(int argc, char *argv[])
 		egress_free(ex);
 		return EX_CONFIG;
 	}
+	if (!test && adopt_listen_fds(ex) == -1) {
+		egress_free(ex);
+		return EX_CONFIG;
+	}
 	if (test) {
 		fprintf(stderr, "%s: configuration ok\n",
 		    cfgfile ? cfgfile : "(embedded default)");
@@ -205,20 +408,33 @@ main(int argc, char *argv[])
 
 	if (egress_start(ex) == -1 || egress_run_thread(ex) == -1) {
 		fprintf(stderr, "egressd: %s\n", egress_errmsg(ex));
+		notify("STATUS=failed to start: %s", egress_errmsg(ex));
 		egress_free(ex);
 		return EX_RUNTIME;
 	}
+	notify_ready(ex, "serving");
+	watchdog_start(&wd, ex);
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			if (egress_reload(ex, "signal") == -1)
+			/* Type=notify-reload's protocol (systemd >= 253)
+			 * and harmless before it */
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			notify("RELOADING=1\nMONOTONIC_USEC=%llu",
+			    (unsigned long long)now.tv_sec * 1000000ULL +
+			    (unsigned long long)now.tv_nsec / 1000);
+			if (egress_reload(ex, "signal") == -1) {
 				fprintf(stderr, "egressd: reload failed, the "
 				    "old configuration stays:\n%s\n",
 				    egress_errmsg(ex));
-			else
+				notify_ready(ex, "reload failed, the old "
+				    "configuration stays");
+			} else {
 				fprintf(stderr, "egressd: configuration "
 				    "reloaded\n");
+				notify_ready(ex, "serving (reloaded)");
+			}
 		} else if (sig == SIGUSR1) {
 			if (egress_reopen_audit(ex) == -1)
 				fprintf(stderr, "egressd: %s\n",
@@ -226,6 +442,8 @@ main(int argc, char *argv[])
 		} else
 			break;
 	}
+	notify("STOPPING=1\nSTATUS=stopping (signal %d)", sig);
+	watchdog_stop(&wd);
 	egress_stop(ex);
 	egress_join(ex);
 	egress_free(ex);

@@ -356,6 +356,33 @@ EGRESS_API const char *egress_audit_get(const struct egress_audit_line *l,
 EGRESS_API int	egress_audit_target(const struct egress_audit_line *l,
 		    const char **host, size_t *hostlen, unsigned *port);
 
+/*
+ * Hand the proxy a socket that someone else bound and listens on
+ * (systemd socket activation, a supervisor), before egress_start().
+ * role "proxy": a TCP or Unix-socket listener of the default session.
+ * A configured listener at the same address (ADDR:PORT, or the same
+ * socket path) is served on fd instead of being bound; the implicit
+ * default listener (no listen = nor unix = at all) is then not bound;
+ * other configured listeners are bound as usual, and fd is served in
+ * any case.  Adopted listeners stay across reloads whatever the new
+ * configuration says, and a Unix one's file is never removed.  role
+ * "admin": the admin API listens on fd instead of binding admin = (a
+ * TCP one still needs admin_token_file).  On success the proxy owns fd
+ * (it is made non-blocking and close-on-exec, and closed by
+ * egress_free()); on failure the caller keeps it.  errno EINVAL (not a
+ * listening stream socket, unknown role), EEXIST (a second admin
+ * socket), EBUSY (already started), ENOSPC (more than 64).
+ */
+EGRESS_API int	egress_adopt_fd(struct egress *ex, int fd, const char *role);
+
+/*
+ * Are the loop threads alive?  Wakes every loop and waits up to
+ * timeout_ms for each to go once round its event loop.  1: every loop
+ * did; 0: one did not (stuck: a watchdog should not be fed); -1: not
+ * running.  Any thread but a loop thread.
+ */
+EGRESS_API int	egress_ping(struct egress *ex, unsigned timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <strings.h>
@@ -462,6 +463,24 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	return reply_json(con, 200, &j);
 }
 
+/* Open descriptors (entries of /proc/self/fd, less the one reading it);
+ * -1 when unknown. */
+static int64_t
+count_fds(void)
+{
+	struct dirent *de;
+	int64_t n = 0;
+	DIR *d;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n > 0 ? n - 1 : 0;
+}
+
 static enum MHD_Result
 get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 {
@@ -481,6 +500,11 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	g.total = __atomic_load_n(&ex->total, __ATOMIC_RELAXED);
 	g.uptime_s = up > 0 ? (uint64_t)up / 1000 : 0;
 	g.sessions = __atomic_load_n(&ex->nsessions, __ATOMIC_RELAXED);
+	pthread_rwlock_rdlock(&ex->lock);	/* ex->cfg: a reload swaps it */
+	g.max_connections = ex->cfg->max_connections;
+	pthread_rwlock_unlock(&ex->lock);
+	g.open_fds = count_fds();
+	g.max_fds = ex->fd_limit;
 	eg_buf_reserve(&b, 65536);	/* the usual size in one go */
 	if (eg_metrics_render(ex->metrics, &g, &b) == -1) {
 		eg_buf_clear(&b);
@@ -1111,17 +1135,22 @@ admin_free(struct eg_admin *ad)
 	eg_free(ad);
 }
 
+static int	admin_adopted(struct egress *, struct eg_err *);
+static int	admin_serve(struct egress *, struct eg_admin *,
+		    struct eg_err *);
+
 int
 eg_admin_start(struct egress *ex, struct eg_err *err)
 {
 	struct eg_admin *ad;
 	const char *admin = ex->cfg->admin;
 	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	unsigned maxc;
 	int rc;
 
 	if (ex->admin != NULL)
 		return 0;
+	if (ex->admin_fd != -1)
+		return admin_adopted(ex, err);
 	if (admin != NULL && strcmp(admin, "none") == 0)
 		return 0;
 	if ((ad = eg_calloc(1, sizeof(*ad))) == NULL)
@@ -1163,6 +1192,59 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 		admin_free(ad);
 		return eg_err_set(err, ENOMEM, "out of memory");
 	}
+	return admin_serve(ex, ad, err);
+}
+
+/*
+ * The admin API on the socket egress_adopt_fd(ex, fd, "admin") handed in
+ * (socket activation): admin = is not bound; a TCP socket still needs
+ * the token.  The fd is the admin API's from here on (closed by
+ * admin_free(), even on failure).
+ */
+static int
+admin_adopted(struct egress *ex, struct eg_err *err)
+{
+	struct eg_admin *ad;
+	struct eg_lsock ls;
+	int fd = ex->admin_fd;
+
+	ex->admin_fd = -1;
+	if ((ad = eg_calloc(1, sizeof(*ad))) == NULL) {
+		close(fd);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
+	ad->ex = ex;
+	ad->fd = fd;
+	pthread_mutex_init(&ad->mtx, NULL);
+	if (eg_listen_adopt(&ls, fd, err) == -1) {
+		admin_free(ad);
+		return -1;
+	}
+	/* MHD's own sockets block; the listener must too (MHD polls it) */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	ad->where = ls.text;	/* not ad->path: never unlinked */
+	if (ls.kind == EG_LISTEN_TCP) {
+		ad->tcp = 1;
+		if (read_token(ad, ex->cfg->admin_token_file, err) == -1) {
+			admin_free(ad);
+			return -1;
+		}
+	}
+	if (ex->cfg->admin != NULL && (ad->conf = eg_strdup(ex->cfg->admin))
+	    == NULL) {
+		admin_free(ad);
+		return eg_err_set(err, ENOMEM, "out of memory");
+	}
+	return admin_serve(ex, ad, err);
+}
+
+/* Start the HTTP server on ad->fd (ad->where names it); ad is freed on
+ * failure. */
+static int
+admin_serve(struct egress *ex, struct eg_admin *ad, struct eg_err *err)
+{
+	unsigned maxc;
+
 	/*
 	 * Idle connections must not lock the control plane: up to
 	 * admin_max_connections at once (within the descriptor limit), each
@@ -1189,7 +1271,7 @@ eg_admin_start(struct egress *ex, struct eg_err *err)
 	    MHD_OPTION_END);
 	if (ad->d == NULL || ad->where == NULL) {
 		eg_err_set(err, EIO, "admin %s: cannot start the HTTP server",
-		    admin != NULL ? admin : def);
+		    ad->where != NULL ? ad->where : "(out of memory)");
 		admin_free(ad);
 		return -1;
 	}

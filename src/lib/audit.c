@@ -7,11 +7,17 @@
 #include "egress-int.h"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-journal.h>
+#endif
 
 #include "audit.h"
 #include "buf.h"
@@ -35,7 +41,8 @@ struct eg_ring {			/* recent events as JSON (audit.h) */
 struct eg_audit {
 	/* fd and json are read by every writer (atomic loads) and changed by
 	 * eg_audit_reconfigure(); path and is_stdout are guarded by cmtx. */
-	int		 fd;		/* -1: discard */
+	int		 fd;		/* -1: discard (or a sink) */
+	int		 sink;		/* atomic: EG_SINK_* (audit_sink_of) */
 	int		 json;
 	int		 is_stdout;
 	char		*path;
@@ -74,15 +81,26 @@ eg_event_name(enum egress_event_type t)
 	return event_names[t];
 }
 
+/* audit_log = journal | syslog[:FACILITY] (the end of this file) */
+enum { EG_SINK_FILE, EG_SINK_JOURNAL, EG_SINK_SYSLOG };
+static int	audit_sink_of(const char *path, int *facility);
+static int	audit_sink_open(int sink, int facility, const char *path,
+		    struct eg_err *err);
+static int	audit_sink_emit(int sink, const struct egress_event *ev,
+		    const char *line, size_t n);
+
 static int
 audit_open_fd(const char *path, int private, int *is_stdout,
     struct eg_err *err)
 {
-	int fd;
+	int fd, fac;
 
 	*is_stdout = 0;
 	if (!private && strcmp(path, "none") == 0)
 		return -1;
+	if (!private && audit_sink_of(path, &fac) != EG_SINK_FILE)
+		return audit_sink_open(audit_sink_of(path, &fac), fac, path,
+		    err) == -1 ? -2 : -1;	/* no descriptor */
 	if (!private && strcmp(path, "-") == 0) {
 		*is_stdout = 1;
 		return STDOUT_FILENO;
@@ -118,6 +136,7 @@ audit_open(const char *path, int json, unsigned ring, int private,
 		return NULL;
 	}
 	a->fd = fd;
+	a->sink = audit_sink_of(path, NULL);
 	a->json = json;
 	a->is_stdout = is_stdout;
 	a->rg.nring = a->rg.cap = ring;
@@ -407,6 +426,10 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 	 * other threads never see a closed descriptor.  (A descriptor given
 	 * up for "none" stays open for the same reason.)
 	 */
+	/* to a sink: writers take it before the descriptor goes */
+	if (audit_sink_of(path, NULL) != EG_SINK_FILE)
+		__atomic_store_n(&a->sink, audit_sink_of(path, NULL),
+		    __ATOMIC_RELAXED);
 	if (a->fd > STDERR_FILENO && fd >= 0) {
 		struct dup_arg d = { fd, err };
 
@@ -419,6 +442,8 @@ eg_audit_reconfigure(struct eg_audit *a, const char *path, int json,
 			close(fd);
 	} else
 		__atomic_store_n(&a->fd, fd, __ATOMIC_RELAXED);
+	if (audit_sink_of(path, NULL) == EG_SINK_FILE)
+		__atomic_store_n(&a->sink, EG_SINK_FILE, __ATOMIC_RELAXED);
 	eg_free(a->path);
 	a->path = p;
 	__atomic_store_n(&a->json, json, __ATOMIC_RELAXED);
@@ -853,6 +878,7 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 	int rc = 0, e, was;
 	/* read once: a reload may change them (eg_audit_reconfigure) */
 	int json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
+	int sink = __atomic_load_n(&a->sink, __ATOMIC_RELAXED);
 	int fd = __atomic_load_n(&a->fd, __ATOMIC_RELAXED);
 
 	if (rg == NULL)
@@ -871,13 +897,15 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 		if (change != NULL && was != (rc == -1))
 			*change = rc == -1 ? 1 : -1;
 		errno = e;
-	} else if (fd != -1) {
+	} else if (fd != -1 || sink != EG_SINK_FILE) {
 		if (!json) {
 			n = eg_audit_format(ev, 0, text, sizeof(text));
 			out = text;
 		}
-		/* one write(2), unless a pipe takes the line in pieces */
-		rc = eg_audit_write_all(fd, out, n);
+		/* one write(2), unless a pipe takes the line in pieces; or
+		 * one journal/syslog message */
+		rc = sink != EG_SINK_FILE ? audit_sink_emit(sink, ev, out, n) :
+		    eg_audit_write_all(fd, out, n);
 		e = errno;
 		if (rc == -1)
 			__atomic_add_fetch(&a->write_errors, 1,
@@ -983,4 +1011,161 @@ eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
 	out_raw(&o, "]", 1);
 	buf[eg_buf_len(&o)] = '\0';
 	return eg_buf_len(&o);
+}
+
+/* --- audit_log = journal | syslog[:FACILITY] ------------------------------ */
+
+static const struct {
+	const char	*name;
+	int		 fac;
+} facilities[] = {
+	{ "daemon", LOG_DAEMON }, { "auth", LOG_AUTH },
+	{ "authpriv", LOG_AUTHPRIV }, { "user", LOG_USER },
+	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
+	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
+	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
+	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
+};
+
+/* The sink path names (EG_SINK_FILE: a file, "-" or "none"); *facility
+ * gets syslog's (LOG_DAEMON unless "syslog:NAME"), -1 for a bad NAME. */
+static int
+audit_sink_of(const char *path, int *facility)
+{
+	size_t i;
+
+	if (facility != NULL)
+		*facility = LOG_DAEMON;
+	if (strcmp(path, "journal") == 0)
+		return EG_SINK_JOURNAL;
+	if (strcmp(path, "syslog") == 0)
+		return EG_SINK_SYSLOG;
+	if (strncmp(path, "syslog:", 7) != 0)
+		return EG_SINK_FILE;
+	if (facility != NULL) {
+		*facility = -1;
+		for (i = 0; i < nitems(facilities); i++)
+			if (strcmp(path + 7, facilities[i].name) == 0)
+				*facility = facilities[i].fac;
+	}
+	return EG_SINK_SYSLOG;
+}
+
+int
+eg_audit_sink_check(const char *path, struct eg_err *err)
+{
+	int fac;
+
+	switch (audit_sink_of(path, &fac)) {
+	case EG_SINK_JOURNAL:
+#ifndef HAVE_SYSTEMD
+		return eg_err_set(err, ENOTSUP, "audit_log = journal: egressd "
+		    "was built without libsystemd (./configure "
+		    "--with-systemd)");
+#endif
+		break;
+	case EG_SINK_SYSLOG:
+		if (fac == -1)
+			return eg_err_set(err, EINVAL, "audit_log = %s: unknown "
+			    "syslog facility (daemon, auth, authpriv, user, "
+			    "local0 ... local7)", path);
+		break;
+	}
+	return 0;
+}
+
+static int
+audit_sink_open(int sink, int facility, const char *path, struct eg_err *err)
+{
+	if (eg_audit_sink_check(path, err) == -1)
+		return -1;
+	/* syslog(3) state is the process's: LOG_NDELAY connects now, so a
+	 * missing /dev/log shows at once (and not inside a decision) */
+	if (sink == EG_SINK_SYSLOG)
+		openlog("egressd", LOG_PID | LOG_NDELAY, facility);
+	return 0;
+}
+
+#ifdef HAVE_SYSTEMD
+/* "KEY=value" into *p (of left bytes) as iov[*n]; value NULL: nothing */
+static void
+jfield(struct iovec *iov, size_t *n, char **p, size_t *left, const char *k,
+    const char *v)
+{
+	int len;
+
+	if (v == NULL || *left == 0)
+		return;
+	len = snprintf(*p, *left, "%s=%s", k, v);
+	if (len < 0)
+		return;
+	if ((size_t)len >= *left)
+		len = (int)*left - 1;	/* truncated, like the line */
+	iov[*n].iov_base = *p;
+	iov[*n].iov_len = (size_t)len;
+	(*n)++;
+	*p += len + 1;
+	*left -= (size_t)len + 1;
+}
+#endif
+
+/*
+ * One event to the journal (sd_journal_sendv(): MESSAGE= the line, and
+ * the fields EVENT, HOST, PORT, PHASE, SESSION, RULE, REASON, ID,
+ * CLIENT) or to syslog(3) (the line, at LOG_INFO).  0, or -1 with errno
+ * (the journal only: syslog(3) reports nothing).
+ */
+static int
+audit_sink_emit(int sink, const struct egress_event *ev, const char *line,
+    size_t n)
+{
+	if (n > 0 && line[n - 1] == '\n')
+		n--;
+	if (sink == EG_SINK_SYSLOG) {
+		syslog(LOG_INFO, "%.*s", (int)n, line);
+		return 0;
+	}
+#ifdef HAVE_SYSTEMD
+	{
+		char buf[EG_AUDIT_LINE + 512], msg[EG_AUDIT_LINE + 16];
+		char num[24], id[24], *p = buf;
+		struct iovec iov[16];
+		size_t ni = 0, left = sizeof(buf);
+		int rc, ml;
+
+		ml = snprintf(msg, sizeof(msg), "MESSAGE=%.*s", (int)n, line);
+		iov[ni].iov_base = msg;
+		iov[ni++].iov_len = ml > 0 && (size_t)ml < sizeof(msg) ?
+		    (size_t)ml : sizeof(msg) - 1;
+		jfield(iov, &ni, &p, &left, "PRIORITY", "6");
+		jfield(iov, &ni, &p, &left, "SYSLOG_IDENTIFIER", "egressd");
+		jfield(iov, &ni, &p, &left, "EVENT", eg_event_name(ev->type));
+		jfield(iov, &ni, &p, &left, "HOST", ev->host);
+		if (ev->port != 0) {
+			snprintf(num, sizeof(num), "%u", ev->port);
+			jfield(iov, &ni, &p, &left, "PORT", num);
+		}
+		jfield(iov, &ni, &p, &left, "PHASE", ev->phase);
+		jfield(iov, &ni, &p, &left, "SESSION", ev->session);
+		jfield(iov, &ni, &p, &left, "RULE", ev->rule);
+		jfield(iov, &ni, &p, &left, "REASON", ev->reason != NULL ?
+		    ev->reason : ev->report != NULL ? ev->report : ev->end);
+		if (ev->id != 0) {
+			snprintf(id, sizeof(id), "%llu",
+			    (unsigned long long)ev->id);
+			jfield(iov, &ni, &p, &left, "ID", id);
+		}
+		jfield(iov, &ni, &p, &left, "CLIENT", ev->client);
+		rc = sd_journal_sendv(iov, (int)ni);
+		if (rc < 0) {
+			errno = -rc;
+			return -1;
+		}
+		return 0;
+	}
+#else
+	(void)ev;
+	errno = ENOTSUP;
+	return -1;
+#endif
 }

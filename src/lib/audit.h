@@ -23,9 +23,14 @@ struct eg_ring;
 struct eg_audit_ops;
 struct eg_chain_params;
 
-/* path "-" is standard output; "none" discards.  NULL on error. */
+/* path "-" is standard output; "none" discards; "journal" sends each
+ * line to the systemd journal with fields (libsystemd builds only),
+ * "syslog" or "syslog:FACILITY" to syslog(3).  NULL on error. */
 struct eg_audit	*eg_audit_open(const char *path, int json, unsigned ring,
 		    struct eg_err *err);
+/* Is path a valid audit_log sink ("journal" in a build without
+ * libsystemd, "syslog:bogus" are not)?  0, or -1 with err (cfg.c). */
+int		 eg_audit_sink_check(const char *path, struct eg_err *err);
 /* A session's own file (egress_session_set_audit()): O_NOFOLLOW, 0600,
  * no ring. */
 struct eg_audit	*eg_audit_open_private(const char *path, int json,

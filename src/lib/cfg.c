@@ -17,6 +17,7 @@
 
 #include <ini.h>
 
+#include "audit.h"
 #include "cfg.h"
 #include "host.h"
 #include "policy.h"
@@ -1217,6 +1218,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	struct eg_cfg *cfg;
 	socklen_t sslen;
 	size_t i;
+	struct eg_err aerr;
 	int rc, admin_line;
 
 	if (fname == NULL)
@@ -1261,6 +1263,11 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 			perr_at(&ps, cs->phase_line, "phase '%s' does not "
 			    "exist", cs->phase);
 	}
+	/* audit_log = journal / syslog:FACILITY (audit.c) */
+	if (cfg->audit_log != NULL && eg_audit_sink_check(cfg->audit_log,
+	    &aerr) == -1)
+		perr_at(&ps, ps.seen[key_find(KS_PROXY, "audit_log") - keys],
+		    "%s", aerr.msg);
 	admin_line = ps.seen[key_find(KS_PROXY, "admin") - keys];
 	cfg->admin_token_line = ps.seen[key_find(KS_PROXY,
 	    "admin_token_file") - keys];

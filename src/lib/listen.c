@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -177,6 +178,11 @@ eg_listen_bind_unix(struct eg_lsock *ls, const char *path, mode_t mode,
 void
 eg_lsock_clear(struct eg_lsock *ls)
 {
+	if (ls->adopted) {	/* ex->adopt owns the fd and the text */
+		ls->fd = -1;
+		ls->text = NULL;
+		return;
+	}
 	if (ls->fd != -1)
 		close(ls->fd);
 	if (ls->path != NULL)
@@ -187,62 +193,260 @@ eg_lsock_clear(struct eg_lsock *ls)
 	ls->path = ls->text = NULL;
 }
 
-/* Bind every listener of cfg; on error nothing stays bound. */
+/* --- adopted listeners (egress_adopt_fd) --------------------------------- */
+
+static int
+sa_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		    a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return a6->sin6_port == b6->sin6_port &&
+		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
+		    sizeof(a6->sin6_addr)) == 0;
+	return 0;
+}
+
+/* The adopted listener serving the configured l (same address), or NULL. */
+static const struct eg_lsock *
+adopted_for(const struct egress *ex, const struct eg_listen *l)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nadopt; i++) {
+		if (ex->adopt[i].kind != l->kind)
+			continue;
+		if (l->kind == EG_LISTEN_UNIX ?
+		    strcmp(ex->adopt[i].text, l->text) == 0 :
+		    sa_same(&ex->adopt[i].ss, &l->ss))
+			return &ex->adopt[i];
+	}
+	return NULL;
+}
+
+/* Not bound by us at all: served on an adopted socket, or the implicit
+ * default listener while sockets were handed in (they replace it). */
+static int
+listen_skipped(const struct egress *ex, const struct eg_listen *l)
+{
+	return ex->nadopt > 0 && (l->line == -1 || adopted_for(ex, l) != NULL);
+}
+
+int
+eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err)
+{
+	struct sockaddr_un *sun = (struct sockaddr_un *)(void *)&ls->ss;
+	char addr[INET6_ADDRSTRLEN], text[sizeof(sun->sun_path) + 16];
+	int type = 0, acc = 0, fl, one = 1;
+	socklen_t len;
+	size_t plen;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->fd = -1;
+	len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == -1)
+		return eg_err_set(err, errno, "descriptor %d: not a socket "
+		    "(%s)", fd, strerror(errno));
+	len = sizeof(acc);
+	if (type != SOCK_STREAM || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN,
+	    &acc, &len) == -1 || !acc)
+		return eg_err_set(err, EINVAL, "descriptor %d: not a "
+		    "listening stream socket", fd);
+	ls->sslen = sizeof(ls->ss);
+	if (getsockname(fd, (struct sockaddr *)&ls->ss, &ls->sslen) == -1)
+		return eg_err_set(err, errno, "descriptor %d: getsockname: "
+		    "%s", fd, strerror(errno));
+	switch (ls->ss.ss_family) {
+	case AF_INET:
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)
+		    &ls->ss)->sin_addr, addr, sizeof(addr));
+		snprintf(text, sizeof(text), "%s:%u", addr, ntohs(
+		    ((struct sockaddr_in *)(void *)&ls->ss)->sin_port));
+		ls->kind = EG_LISTEN_TCP;
+		break;
+	case AF_INET6:
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)
+		    &ls->ss)->sin6_addr, addr, sizeof(addr));
+		snprintf(text, sizeof(text), "[%s]:%u", addr, ntohs(
+		    ((struct sockaddr_in6 *)(void *)&ls->ss)->sin6_port));
+		ls->kind = EG_LISTEN_TCP;
+		break;
+	case AF_UNIX:
+		/* explicit length: sun_path need not be NUL-terminated */
+		plen = ls->sslen > offsetof(struct sockaddr_un, sun_path) ?
+		    ls->sslen - offsetof(struct sockaddr_un, sun_path) : 0;
+		if (plen > sizeof(sun->sun_path))
+			plen = sizeof(sun->sun_path);
+		if (plen == 0 || sun->sun_path[0] == '\0')
+			return eg_err_set(err, EINVAL, "descriptor %d: an "
+			    "unnamed or abstract Unix socket; only a socket "
+			    "file can be adopted", fd);
+		plen = strnlen(sun->sun_path, plen);
+		memcpy(text, sun->sun_path, plen);
+		text[plen] = '\0';
+		ls->kind = EG_LISTEN_UNIX;
+		break;
+	default:
+		return eg_err_set(err, EAFNOSUPPORT, "descriptor %d: not a "
+		    "TCP or Unix socket", fd);
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1)
+		return eg_err_set(err, errno, "descriptor %d: fcntl: %s", fd,
+		    strerror(errno));
+	if (ls->kind == EG_LISTEN_TCP)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if ((ls->text = eg_strdup(text)) == NULL)
+		return eg_err_set(err, ENOMEM, "out of memory");
+	ls->fd = fd;
+	ls->adopted = 1;
+	return 0;
+}
+
+int
+egress_adopt_fd(struct egress *ex, int fd, const char *role)
+{
+	struct eg_err err;
+	struct eg_lsock ls;
+	int type = 0, acc = 0;
+	socklen_t len = sizeof(type);
+
+	if (ex->started) {
+		snprintf(ex->errmsg, sizeof(ex->errmsg), "sockets must be "
+		    "adopted before egress_start()");
+		errno = EBUSY;
+		return -1;
+	}
+	if (role != NULL && strcmp(role, "admin") == 0) {
+		if (ex->admin_fd != -1) {
+			snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd "
+			    "%d: the admin API already has a socket (fd %d)",
+			    fd, ex->admin_fd);
+			errno = EEXIST;
+			return -1;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+		    type != SOCK_STREAM || (len = sizeof(acc),
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len)) ==
+		    -1 || !acc) {
+			snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd "
+			    "%d (admin): not a listening stream socket", fd);
+			errno = EINVAL;
+			return -1;
+		}
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		ex->admin_fd = fd;
+		return 0;
+	}
+	if (role == NULL || strcmp(role, "proxy") != 0) {
+		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd %d: unknown "
+		    "role '%s' (proxy or admin)", fd, role ? role : "(null)");
+		errno = EINVAL;
+		return -1;
+	}
+	if (ex->nadopt == EG_ADOPT_MAX) {
+		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd %d: more "
+		    "than %d proxy sockets", fd, EG_ADOPT_MAX);
+		errno = ENOSPC;
+		return -1;
+	}
+	if (eg_listen_adopt(&ls, fd, &err) == -1) {
+		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt: %s", err.msg);
+		errno = err.code;
+		return -1;
+	}
+	ls.sess = &ex->def;
+	ex->adopt[ex->nadopt++] = ls;
+	return 0;
+}
+
+void
+eg_listen_adopt_free(struct egress *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nadopt; i++) {
+		close(ex->adopt[i].fd);
+		eg_free(ex->adopt[i].text);
+	}
+	ex->nadopt = 0;
+	if (ex->admin_fd != -1)
+		close(ex->admin_fd);
+	ex->admin_fd = -1;
+}
+
+/* Bind every listener of cfg (and take up the adopted ones); on error
+ * nothing stays bound. */
 int
 eg_listen_all(struct egress *ex, const struct eg_cfg *cfg,
     struct eg_lsock **out, size_t *nout, struct eg_err *err)
 {
 	struct eg_lsock *ls;
-	size_t i;
+	size_t i, k = 0, n = cfg->nlisten + ex->nadopt;
 	int rc;
 
-	if ((ls = eg_calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*ls))) ==
-	    NULL)
+	if ((ls = eg_calloc(n ? n : 1, sizeof(*ls))) == NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	for (i = 0; i < cfg->nlisten; i++) {
-		ls[i].fd = -1;
-		ls[i].kind = cfg->listen[i].kind;
-		ls[i].sess = &ex->def;
-		if ((ls[i].text = eg_strdup(cfg->listen[i].text)) == NULL)
+		if (listen_skipped(ex, &cfg->listen[i]))
+			continue;
+		ls[k].fd = -1;
+		ls[k].kind = cfg->listen[i].kind;
+		ls[k].sess = &ex->def;
+		if ((ls[k].text = eg_strdup(cfg->listen[i].text)) == NULL)
 			rc = eg_err_set(err, ENOMEM, "out of memory");
 		else if (cfg->listen[i].kind == EG_LISTEN_TCP)
-			rc = bind_tcp(&ls[i], &cfg->listen[i], err);
+			rc = bind_tcp(&ls[k], &cfg->listen[i], err);
 		else
-			rc = bind_unix(&ls[i], cfg->listen[i].text,
+			rc = bind_unix(&ls[k], cfg->listen[i].text,
 			    cfg->unix_mode, err);
 		if (rc == -1) {
-			eg_lsock_clear(&ls[i]);	/* its text */
-			while (i-- > 0)
-				eg_lsock_clear(&ls[i]);
+			eg_lsock_clear(&ls[k]);	/* its text */
+			while (k-- > 0)
+				eg_lsock_clear(&ls[k]);
 			eg_free(ls);
 			return -1;
 		}
+		k++;
 	}
+	for (i = 0; i < ex->nadopt; i++)
+		ls[k++] = ex->adopt[i];		/* shares fd and text */
 	*out = ls;
-	*nout = cfg->nlisten;
+	*nout = k;
 	return 0;
 }
 
 static int
 listen_same(const struct eg_lsock *ls, const struct eg_listen *l)
 {
-	return ls->kind == l->kind && strcmp(ls->text, l->text) == 0;
+	return !ls->adopted && ls->kind == l->kind &&
+	    strcmp(ls->text, l->text) == 0;
 }
 
-/* listeners: keep the ones still configured, bind the new ones */
+/* listeners: keep the ones still configured, bind the new ones; the
+ * adopted ones stay whatever the configuration says (nobody could bind
+ * them again) */
 int
 eg_listen_rebind(struct egress *ex, const struct eg_cfg *cfg,
     struct eg_lsock **out, size_t *nout, struct eg_err *err)
 {
 	struct eg_lsock *nls;
-	size_t i, j, nn = 0;
+	size_t i, j, nn = 0, n = cfg->nlisten + ex->nadopt;
 
-	if ((nls = eg_calloc(cfg->nlisten ? cfg->nlisten : 1, sizeof(*nls))) ==
-	    NULL)
+	if ((nls = eg_calloc(n ? n : 1, sizeof(*nls))) == NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	for (i = 0; i < ex->nls; i++)
 		ex->ls[i].keep = 0;
 	for (j = 0; j < cfg->nlisten; j++) {
+		if (listen_skipped(ex, &cfg->listen[j]))
+			continue;
 		for (i = 0; i < ex->nls; i++)
 			if (!ex->ls[i].keep && listen_same(&ex->ls[i],
 			    &cfg->listen[j]))
@@ -271,6 +475,8 @@ eg_listen_rebind(struct egress *ex, const struct eg_cfg *cfg,
 		}
 		nn++;
 	}
+	for (i = 0; i < ex->nadopt; i++)
+		nls[nn++] = ex->adopt[i];
 	*out = nls;
 	*nout = nn;
 	return 0;

@@ -55,6 +55,15 @@ int	eg_listen_all(struct egress *, const struct eg_cfg *,
 int	eg_listen_rebind(struct egress *, const struct eg_cfg *,
 	    struct eg_lsock **out, size_t *nout, struct eg_err *);
 
+/*
+ * Check that fd is a listening stream socket (TCP or a Unix socket file)
+ * and describe it in *ls (kind, text "ADDR:PORT"/path, ss, adopted);
+ * the fd is made non-blocking and close-on-exec.  0, or -1 with err.
+ */
+int	eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err);
+/* Close every adopted descriptor (egress_free()). */
+void	eg_listen_adopt_free(struct egress *);
+
 /* Free an array from eg_listen_rebind(), closing the listeners not kept
  * (a rebind given up, or the old array after the swap). */
 void	eg_listen_drop(struct eg_lsock *, size_t n);

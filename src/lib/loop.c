@@ -33,6 +33,8 @@ struct eg_loop {
 	int		  stop;
 	uint64_t	  now;
 	uint64_t	  batch;	/* epoll_wait() rounds, from 1 */
+	uint64_t	  rounds;	/* atomic: batch, once it is done
+					   (eg_loop_rounds) */
 	struct eg_timer	**heap;
 	size_t		  nheap, capheap;
 	size_t		  nreserved;	/* eg_timer_reserve() */
@@ -168,6 +170,12 @@ void
 eg_loop_break(struct eg_loop *loop)
 {
 	loop->stop = 1;
+}
+
+uint64_t
+eg_loop_rounds(const struct eg_loop *loop)
+{
+	return __atomic_load_n(&loop->rounds, __ATOMIC_RELAXED);
 }
 
 void
@@ -437,6 +445,7 @@ eg_loop_run(struct eg_loop *loop)
 		loop_fire_timers(loop);
 		if (loop->after != NULL)
 			loop->after(loop->after_arg);
+		__atomic_store_n(&loop->rounds, loop->batch, __ATOMIC_RELAXED);
 	}
 	/* nobody runs commands on this loop any more: refuse new ones and
 	 * release the callers already waiting */

@@ -43,6 +43,9 @@ int		 eg_loop_run(struct eg_loop *);
 void		 eg_loop_break(struct eg_loop *);
 /* Wake the loop from any thread or a signal handler (eventfd write). */
 void		 eg_loop_wake(struct eg_loop *);
+/* Rounds (batches) the loop has finished so far; any thread (a
+ * watchdog: wake the loop, see this advance). */
+uint64_t	 eg_loop_rounds(const struct eg_loop *);
 /* Called after every batch of events, on the loop thread. */
 void		 eg_loop_set_after(struct eg_loop *, void (*)(void *), void *);
 

@@ -316,6 +316,10 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Client connections open now.");
 	eg_buf_printf(o, "egressd_connections_active %llu\n",
 	    (unsigned long long)(g ? g->active : 0));
+	out_head(o, "egressd_connections_max", "gauge",
+	    "The max_connections limit (client connections at once).");
+	eg_buf_printf(o, "egressd_connections_max %llu\n",
+	    (unsigned long long)(g ? g->max_connections : 0));
 	out_head(o, "egressd_connections_total", "counter",
 	    "Client connections accepted since start.");
 	eg_buf_printf(o, "egressd_connections_total %llu\n",
@@ -374,5 +378,18 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Seconds since the proxy started.");
 	eg_buf_printf(o, "egressd_uptime_seconds %llu\n",
 	    (unsigned long long)(g ? g->uptime_s : 0));
+	/* the names every Prometheus client library uses for these */
+	if (g != NULL && g->open_fds >= 0) {
+		out_head(o, "process_open_fds", "gauge",
+		    "Number of open file descriptors.");
+		eg_buf_printf(o, "process_open_fds %lld\n",
+		    (long long)g->open_fds);
+	}
+	if (g != NULL && g->max_fds > 0) {
+		out_head(o, "process_max_fds", "gauge",
+		    "Maximum number of open file descriptors.");
+		eg_buf_printf(o, "process_max_fds %llu\n",
+		    (unsigned long long)g->max_fds);
+	}
 	return eg_buf_failed(o) ? -1 : 0;
 }

@@ -46,6 +46,10 @@ struct eg_metrics_gauges {
 	uint64_t	 uptime_s;
 	uint64_t	 audit_write_errors;	/* eg_audit_health() */
 	uint64_t	 sessions;	/* not counting default */
+	/* for alerts on limits (contrib/prometheus/egressd-rules.yml) */
+	uint64_t	 max_connections;	/* the configured limit */
+	int64_t		 open_fds;	/* -1: unknown (not rendered) */
+	uint64_t	 max_fds;	/* RLIMIT_NOFILE soft; 0: unknown */
 };
 
 /* Append the exposition text to b; 0, or -1 if b overflowed (its

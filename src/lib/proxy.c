@@ -296,6 +296,7 @@ proxy_alloc(void)
 	eg_uuid4(ex->run_id);
 	ex->log_level = EGRESS_LOG_INFO;
 	ex->log_max = -1;		/* no callback yet */
+	ex->admin_fd = -1;		/* none adopted */
 	return ex;
 }
 
@@ -547,6 +548,31 @@ egress_run_thread(struct egress *ex)
 }
 
 int
+egress_ping(struct egress *ex, unsigned timeout_ms)
+{
+	uint64_t seen[64], start = eg_clock_ms();
+	size_t i, n, left;
+
+	if (!eg_running(ex) || eg_stopping(ex))
+		return -1;
+	n = ex->nw < nitems(seen) ? ex->nw : nitems(seen);
+	for (i = 0; i < n; i++) {
+		seen[i] = eg_loop_rounds(ex->w[i].loop);
+		eg_loop_wake(ex->w[i].loop);
+	}
+	for (;;) {
+		for (i = 0, left = 0; i < n; i++)
+			if (eg_loop_rounds(ex->w[i].loop) == seen[i])
+				left++;
+		if (left == 0)
+			return 1;
+		if (eg_clock_ms() - start >= timeout_ms)
+			return 0;
+		usleep(5000);
+	}
+}
+
+int
 egress_join(struct egress *ex)
 {
 	size_t i;
@@ -593,6 +619,7 @@ egress_free(struct egress *ex)
 	for (i = 0; i < ex->nls; i++)
 		eg_lsock_clear(&ex->ls[i]);
 	eg_free(ex->ls);
+	eg_listen_adopt_free(ex);
 	eg_modules_fini(ex);
 	eg_audit_close(ex->def.audit_file);
 	eg_labels_free(ex->def.labels);

@@ -124,6 +124,8 @@ struct eg_lsock {			/* a bound listening socket */
 	socklen_t		 sslen;
 	struct eg_session	*sess;
 	int			 keep;	/* reload bookkeeping */
+	int			 adopted; /* a copy of an ex->adopt entry:
+					   clearing it closes nothing */
 };
 
 struct eg_lio {				/* a worker's interest in a listener */
@@ -171,6 +173,8 @@ struct eg_worker {
 
 struct eg_ovr { char *key, *value; };
 
+#define EG_ADOPT_MAX	64	/* egress_adopt_fd() proxy listeners */
+
 struct egress {
 	char			 errmsg[8192];
 	char			*cfg_path;	/* NULL: text or default */
@@ -197,6 +201,12 @@ struct egress {
 	struct eg_admin		*admin;		/* NULL: no admin API */
 	struct eg_lsock		*ls;
 	size_t			 nls;
+	/* egress_adopt_fd(): the proxy listeners handed in (kept across
+	 * reloads, closed at egress_free()) and the admin API's (-1: none;
+	 * the admin API owns it once started) */
+	struct eg_lsock		 adopt[EG_ADOPT_MAX];
+	size_t			 nadopt;
+	int			 admin_fd;
 	struct eg_worker	*w;
 	size_t			 nw;
 

@@ -5,6 +5,10 @@
  * lines, long names), defaults, command-line overrides, the embedded
  * default, and that every key is documented.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
@@ -841,6 +845,43 @@ test_keys_documented(void)
 	free(man);
 }
 
+/* audit_log = journal | syslog[:FACILITY]: checked when the file is read
+ * (HAVE_SYSTEMD from config.h) */
+static void
+test_audit_sinks(void)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+
+	cfg = parse_str("[proxy]\naudit_log = syslog\n[phase:a]\n", &errs);
+	ok(cfg != NULL && strcmp(cfg->audit_log, "syslog") == 0,
+	    "audit_log = syslog is accepted");
+	eg_cfg_unref(cfg);
+	cfg = parse_str("[proxy]\naudit_log = syslog:local3\n[phase:a]\n",
+	    &errs);
+	ok(cfg != NULL, "audit_log = syslog:local3 is accepted");
+	eg_cfg_unref(cfg);
+	cfg = parse_str("[proxy]\n\naudit_log = syslog:local9\n[phase:a]\n",
+	    &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:3: "
+	    "audit_log = syslog:local9: unknown syslog facility (daemon, "
+	    "auth, authpriv, user, local0 ... local7)") == 0,
+	    "an unknown facility is an error at its line: %s",
+	    errs.n ? errs.msg[0] : "(none)");
+	eg_errs_clear(&errs);
+	cfg = parse_str("[proxy]\naudit_log = journal\n[phase:a]\n", &errs);
+#ifdef HAVE_SYSTEMD
+	ok(cfg != NULL, "audit_log = journal is accepted (libsystemd)");
+#else
+	ok(cfg == NULL && errs.n == 1 && strstr(errs.msg[0], "t.ini:2: "
+	    "audit_log = journal: egressd was built without libsystemd") ==
+	    errs.msg[0], "audit_log = journal without libsystemd: %s",
+	    errs.n ? errs.msg[0] : "(none)");
+#endif
+	eg_errs_clear(&errs);
+	eg_cfg_unref(cfg);
+}
+
 int
 main(void)
 {
@@ -855,5 +896,6 @@ main(void)
 	test_default();
 	test_token_file();
 	test_keys_documented();
+	test_audit_sinks();
 	return done_testing();
 }
