@@ -166,7 +166,7 @@ mkdir_p(const char *path, mode_t mode)
 }
 
 int
-rp_rmtree(int dfd, const char *name)
+eg_rp_rmtree(int dfd, const char *name)
 {
 	struct dirent *de;
 	struct stat st;
@@ -188,7 +188,7 @@ rp_rmtree(int dfd, const char *name)
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (rp_rmtree(dirfd(d), de->d_name) == -1)
+		if (eg_rp_rmtree(dirfd(d), de->d_name) == -1)
 			rc = -1;
 	}
 	closedir(d);
@@ -366,24 +366,24 @@ load_plan(const char *path, const char *plandir, const char *text,
 	char err[8192], dir[PATH_MAX], rec[PATH_MAX];
 	size_t i;
 
-	p = rp_plan_parse(text, len, path, plandir, env_get,
+	p = eg_rp_plan_parse(text, len, path, plandir, env_get,
 	    has_module("sandbox"), config_override, &errs);
 	if (p != NULL && expand_record(p->record, p->base, 0, rec,
 	    sizeof(rec)) == -1)
-		rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
+		eg_rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
 		    "%%%% may follow a %%", p->record);
 	if (p != NULL && errs.n == 0 && check_phases) {
 		err[0] = '\0';
 		ex = egress_new_from_file(p->config, err, sizeof(err));
 		if (ex == NULL) {
-			rp_errs_add(&errs, path, 0, "config %s:\n%s",
+			eg_rp_errs_add(&errs, path, 0, "config %s:\n%s",
 			    p->config != NULL ? p->config : "(default)", err);
 		}
 		for (i = 0; ex != NULL && i < p->nsteps; i++) {
 			if (egress_set_option(ex, "phase", p->steps[i].phase)
 			    == 0 && egress_check(ex) == 0)
 				continue;
-			rp_errs_add(&errs, path, p->steps[i].phase_line,
+			eg_rp_errs_add(&errs, path, p->steps[i].phase_line,
 			    "phase '%s' is not a phase of %s",
 			    p->steps[i].phase, p->config != NULL ? p->config :
 			    "the embedded default configuration");
@@ -395,11 +395,11 @@ load_plan(const char *path, const char *plandir, const char *text,
 	if (errs.n > 0) {
 		fputs(errs.buf != NULL ? errs.buf : "egressd replay: plan "
 		    "error\n", stderr);
-		rp_errs_free(&errs);
-		rp_plan_free(p);
+		eg_rp_errs_free(&errs);
+		eg_rp_plan_free(p);
 		return NULL;
 	}
-	rp_errs_free(&errs);
+	eg_rp_errs_free(&errs);
 	return p;
 }
 
@@ -433,15 +433,15 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "PATH=%s", path);
-		if (rp_strv_add(envp, kv) == -1 || rp_strv_add(pub, kv) == -1) {
+		if (eg_rp_strv_add(envp, kv) == -1 || eg_rp_strv_add(pub, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
 		eg_free(kv);
 	}
 	for (i = 0; i < st->env.n; i++)
-		if (rp_strv_add(envp, st->env.v[i]) == -1 ||
-		    rp_strv_add(pub, st->env.v[i]) == -1)
+		if (eg_rp_strv_add(envp, st->env.v[i]) == -1 ||
+		    eg_rp_strv_add(pub, st->env.v[i]) == -1)
 			return -1;
 	for (i = 0; i < st->secrets.n; i++) {
 		if ((v = getenv(st->secrets.v[i])) == NULL)
@@ -450,7 +450,7 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "%s=%s", st->secrets.v[i], v);
-		if (rp_strv_add(envp, kv) == -1) {
+		if (eg_rp_strv_add(envp, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
@@ -460,11 +460,11 @@ step_env(const struct job *j, const struct rp_step *st,
 		for (i = 0; i < sizeof(pv) / sizeof(pv[0]); i++) {
 			snprintf(url, sizeof(url), "%s=http://%s", pv[i],
 			    j->tcp);
-			if (rp_strv_add(envp, url) == -1)
+			if (eg_rp_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (rp_strv_add(envp, "NO_PROXY=") == -1 ||
-		    rp_strv_add(envp, "no_proxy=") == -1)
+		if (eg_rp_strv_add(envp, "NO_PROXY=") == -1 ||
+		    eg_rp_strv_add(envp, "no_proxy=") == -1)
 			return -1;
 	}
 	return 0;
@@ -480,57 +480,57 @@ step_cmd(const struct job *j, const struct rp_step *st,
 	size_t i, n;
 	int ok = 0;
 
-	ok |= rp_strv_add(av, "egressd");
-	ok |= rp_strv_add(av, "replay");
-	ok |= rp_strv_add(av, "--keeper");
-	ok |= rp_strv_add(av, stepdir);
-	ok |= rp_strv_add(av, rawdir);
-	ok |= rp_strv_add(av, j->plan->workdir);
+	ok |= eg_rp_strv_add(av, "egressd");
+	ok |= eg_rp_strv_add(av, "replay");
+	ok |= eg_rp_strv_add(av, "--keeper");
+	ok |= eg_rp_strv_add(av, stepdir);
+	ok |= eg_rp_strv_add(av, rawdir);
+	ok |= eg_rp_strv_add(av, j->plan->workdir);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)cap);
-	ok |= rp_strv_add(av, num);
+	ok |= eg_rp_strv_add(av, num);
 	snprintf(num, sizeof(num), "%lld", (long long)deadline);
-	ok |= rp_strv_add(av, num);
-	ok |= rp_strv_add(av, "--");
+	ok |= eg_rp_strv_add(av, num);
+	ok |= eg_rp_strv_add(av, "--");
 	if (st->sandbox == RP_SB_BWRAP) {
-		ok |= rp_strv_add(av, g_exe);
-		ok |= rp_strv_add(av, "run");
-		ok |= rp_strv_add(av, "--proxy");
-		ok |= rp_strv_add(av, j->sock);
-		ok |= rp_strv_add(av, "--sandbox");
-		ok |= rp_strv_add(av, "bwrap");
+		ok |= eg_rp_strv_add(av, g_exe);
+		ok |= eg_rp_strv_add(av, "run");
+		ok |= eg_rp_strv_add(av, "--proxy");
+		ok |= eg_rp_strv_add(av, j->sock);
+		ok |= eg_rp_strv_add(av, "--sandbox");
+		ok |= eg_rp_strv_add(av, "bwrap");
 		for (i = 0; i < st->rw.n; i++) {
-			ok |= rp_strv_add(av, "--rw");
-			ok |= rp_strv_add(av, st->rw.v[i]);
+			ok |= eg_rp_strv_add(av, "--rw");
+			ok |= eg_rp_strv_add(av, st->rw.v[i]);
 		}
 		for (i = 0; i < st->ro.n; i++) {
-			ok |= rp_strv_add(av, "--ro");
-			ok |= rp_strv_add(av, st->ro.v[i]);
+			ok |= eg_rp_strv_add(av, "--ro");
+			ok |= eg_rp_strv_add(av, st->ro.v[i]);
 		}
 		/* the record under workdir: read-only inside */
 		n = strlen(j->plan->workdir);
 		if (strncmp(j->dir, j->plan->workdir, n) == 0 &&
 		    j->dir[n] == '/') {
-			ok |= rp_strv_add(av, "--ro");
-			ok |= rp_strv_add(av, j->dir);
+			ok |= eg_rp_strv_add(av, "--ro");
+			ok |= eg_rp_strv_add(av, j->dir);
 		}
 		/* what we set is passed even if it looks secret */
 		for (i = 0; i < st->env.n; i++) {
 			eq = strchr(st->env.v[i], '=');
 			snprintf(name, sizeof(name), "%.*s", (int)(eq -
 			    st->env.v[i]), st->env.v[i]);
-			ok |= rp_strv_add(av, "--env");
-			ok |= rp_strv_add(av, name);
+			ok |= eg_rp_strv_add(av, "--env");
+			ok |= eg_rp_strv_add(av, name);
 		}
 		for (i = 0; i < st->secrets.n; i++) {
 			if (getenv(st->secrets.v[i]) == NULL)
 				continue;
-			ok |= rp_strv_add(av, "--env");
-			ok |= rp_strv_add(av, st->secrets.v[i]);
+			ok |= eg_rp_strv_add(av, "--env");
+			ok |= eg_rp_strv_add(av, st->secrets.v[i]);
 		}
-		ok |= rp_strv_add(av, "--");
+		ok |= eg_rp_strv_add(av, "--");
 	}
 	for (i = 0; i < st->argv.n; i++)
-		ok |= rp_strv_add(av, st->argv.v[i]);
+		ok |= eg_rp_strv_add(av, st->argv.v[i]);
 	return ok == 0 ? 0 : -1;
 }
 
@@ -546,7 +546,7 @@ receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
 	r->index = (int)i + 1;
 	snprintf(r->phase, sizeof(r->phase), "%s", st->phase);
 	snprintf(r->state, sizeof(r->state), "prepared");
-	rp_command_sha256(&st->argv, r->command_sha256);
+	eg_rp_command_sha256(&st->argv, r->command_sha256);
 }
 
 static int
@@ -557,15 +557,15 @@ receipt_put(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	int rc;
 
 	if (step_env(j, st, &envp, &pub) == -1) {
-		rp_strv_free(&envp);
-		rp_strv_free(&pub);
+		eg_rp_strv_free(&envp);
+		eg_rp_strv_free(&pub);
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = rp_receipt_write(stepfd, r, st, (const char *const *)pub.v,
+	rc = eg_rp_receipt_write(stepfd, r, st, (const char *const *)pub.v,
 	    j->plan->public);
-	rp_strv_free(&envp);
-	rp_strv_free(&pub);
+	eg_rp_strv_free(&envp);
+	eg_rp_strv_free(&pub);
 	if (rc == -1)
 		warnx_("%s/steps/%02zu-%s/receipt.json: %s", j->dir, i + 1,
 		    st->name, strerror(errno));
@@ -575,7 +575,7 @@ receipt_put(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 static int
 run_put(struct job *j)
 {
-	if (rp_run_write(j->dirfd, &j->run) == -1) {
+	if (eg_rp_run_write(j->dirfd, &j->run) == -1) {
 		warnx_("%s/run.json: %s", j->dir, strerror(errno));
 		return -1;
 	}
@@ -738,10 +738,10 @@ wait_keeper(struct job *j, pid_t pid, const char *start, int child)
 			p = waitpid(pid, &st, WNOHANG);
 			if (p == pid || (p == -1 && errno == ECHILD))
 				return;
-		} else if (!rp_ident_alive(pid, start))
+		} else if (!eg_rp_ident_alive(pid, start))
 			return;
 		if (!signalled && cancel_requested(j)) {
-			(void)rp_ident_signal(pid, start, SIGTERM);
+			(void)eg_rp_ident_signal(pid, start, SIGTERM);
 			signalled = 1;
 		}
 		(void)poll(NULL, 0, RP_POLL_MS);
@@ -809,14 +809,14 @@ collect_exit(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	struct rp_exit x;
 
-	if (rp_exit_read(stepfd, &x) == 0)
+	if (eg_rp_exit_read(stepfd, &x) == 0)
 		apply_exit(r, &x);
 	else {
 		snprintf(r->termination, sizeof(r->termination),
 		    "original_exit_unknown");
 		r->has_exit = r->has_signal = 0;
 		if (r->ended[0] == '\0')
-			rp_ts_now(r->ended);
+			eg_rp_ts_now(r->ended);
 	}
 	capture_step(j, i, stepfd, r);
 }
@@ -869,11 +869,11 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	atomic_store(&j->cur, (int)i);
 	j->cnt_valid[i] = 1;
 
-	now = rp_now_ms();
+	now = eg_rp_now_ms();
 	if (st->timeout > 0)
 		deadline = now + (int64_t)st->timeout * 1000;
 	if (j->run.deadline > 0) {
-		t = rp_ts_parse(j->run.started) + (int64_t)j->run.deadline *
+		t = eg_rp_ts_parse(j->run.started) + (int64_t)j->run.deadline *
 		    1000;
 		if (deadline == 0 || t < deadline)
 			deadline = t;
@@ -886,7 +886,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	}
 
 	snprintf(r->state, sizeof(r->state), "starting");
-	rp_ts_now(r->started);
+	eg_rp_ts_now(r->started);
 	if (receipt_put(j, i, stepfd, r) == -1)
 		goto out;
 	pause_point(j, st->name, "before_claim");
@@ -924,11 +924,11 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		warnx_("step %s: fork: %s", st->name, strerror(errno));
 		snprintf(r->termination, sizeof(r->termination),
 		    "launch_failed");
-		rp_ts_now(r->ended);
+		eg_rp_ts_now(r->ended);
 		capture_step(j, i, stepfd, r);
 		goto out;
 	}
-	if (rp_ident_of(pid, ident, sizeof(ident)) == 0) {
+	if (eg_rp_ident_of(pid, ident, sizeof(ident)) == 0) {
 		r->pid = (long)pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", ident);
 		snprintf(r->state, sizeof(r->state), "running");
@@ -938,9 +938,9 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	wait_keeper(j, pid, r->pid_start, 1);
 	collect_exit(j, i, stepfd, r);
 out:
-	rp_strv_free(&envp);
-	rp_strv_free(&pub);
-	rp_strv_free(&av);
+	eg_rp_strv_free(&envp);
+	eg_rp_strv_free(&pub);
+	eg_rp_strv_free(&av);
 	return rc;
 }
 
@@ -959,7 +959,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	if (r->pid != 0) {
 		pid = r->pid;
 		snprintf(start, sizeof(start), "%s", r->pid_start);
-	} else if (rp_keeper_read(stepfd, &pid, start, sizeof(start)) == 0) {
+	} else if (eg_rp_keeper_read(stepfd, &pid, start, sizeof(start)) == 0) {
 		r->pid = pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", start);
 	}
@@ -967,12 +967,12 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		capture_step(j, i, stepfd, r);
 		return 0;
 	}
-	if (rp_exit_read(stepfd, &x) == 0) {
+	if (eg_rp_exit_read(stepfd, &x) == 0) {
 		apply_exit(r, &x);
 		capture_step(j, i, stepfd, r);
 		return 0;
 	}
-	if (pid != 0 && rp_ident_alive((pid_t)pid, start)) {
+	if (pid != 0 && eg_rp_ident_alive((pid_t)pid, start)) {
 		fprintf(stderr, "egressd replay: step %s is still running "
 		    "(pid %ld): waiting for it\n", r->step, pid);
 		snprintf(r->state, sizeof(r->state), "running");
@@ -1055,7 +1055,7 @@ job_main(void *arg)
 
 	atomic_store(&j->cur, -1);
 	if (j->run.deadline > 0)
-		deadline = rp_ts_parse(j->run.started) +
+		deadline = eg_rp_ts_parse(j->run.started) +
 		    (int64_t)j->run.deadline * 1000;
 	for (i = 0; i < j->plan->nsteps; i++) {
 		st = &j->plan->steps[i];
@@ -1065,7 +1065,7 @@ job_main(void *arg)
 			runtime = 1;
 			break;
 		}
-		if (rp_receipt_read(stepfd, &r) == -1)
+		if (eg_rp_receipt_read(stepfd, &r) == -1)
 			receipt_init(j, i, &r);
 		if (strcmp(r.state, "captured") == 0 ||
 		    strcmp(r.state, "skipped") == 0) {
@@ -1074,16 +1074,16 @@ job_main(void *arg)
 		    AT_SYMLINK_NOFOLLOW) == 0 || r.pid != 0) {
 			if (resume_claimed(j, i, stepfd, &r) == 1)
 				unresolved = 1;
-		} else if (unresolved || stop) {
-			/* after an unresolved step: nothing is decided */
-			if (!unresolved)
-				never_run(j, i, stepfd, &r, "skipped");
+		} else if (unresolved) {
+			/* after an unresolved step nothing is decided */
+		} else if (deadline > 0 && eg_rp_now_ms() >= deadline) {
+			never_run(j, i, stepfd, &r, "not_started_deadline");
+			deadline_hit = 1;
+		} else if (stop) {
+			never_run(j, i, stepfd, &r, "skipped");
 		} else if (cancel_requested(j)) {
 			never_run(j, i, stepfd, &r, "skipped");
 			cancelled = 1;
-		} else if (deadline > 0 && rp_now_ms() >= deadline) {
-			never_run(j, i, stepfd, &r, "not_started_deadline");
-			deadline_hit = 1;
 		} else {
 			receipt_init(j, i, &r);
 			if (launch_step(j, i, stepfd, &r) == -1)
@@ -1109,7 +1109,7 @@ job_main(void *arg)
 	for (i = i + (runtime ? 1 : 0); runtime && i < j->plan->nsteps; i++) {
 		if ((stepfd = open_stepfd(j, i)) == -1)
 			continue;
-		if (rp_receipt_read(stepfd, &r) == -1)
+		if (eg_rp_receipt_read(stepfd, &r) == -1)
 			receipt_init(j, i, &r);
 		if (strcmp(r.state, "prepared") == 0)
 			never_run(j, i, stepfd, &r, "skipped");
@@ -1123,7 +1123,7 @@ job_main(void *arg)
 		j->exit = RP_EX_FAIL;
 	else
 		j->exit = RP_EX_OK;
-	rp_ts_now(j->run.ended);
+	eg_rp_ts_now(j->run.ended);
 	snprintf(j->run.state, sizeof(j->run.state), "%s", unresolved ?
 	    "unresolved" : cancelled ? "cancelled" : "finished");
 	j->run.has_exit = !unresolved;
@@ -1342,7 +1342,7 @@ proxy_stop(struct proxy *px)
 		px->ex = NULL;
 	}
 	if (px->tmpdir)
-		(void)rp_rmtree(AT_FDCWD, px->dir);
+		(void)eg_rp_rmtree(AT_FDCWD, px->dir);
 }
 
 /* The folder for the proxy's sockets: DIR/.private, or a temp folder
@@ -1449,7 +1449,7 @@ job_finish(struct job *j)
 	if (j->exit != RP_EX_UNRESOLVED && j->privfd != -1) {
 		close(j->privfd);
 		j->privfd = -1;
-		if (rp_rmtree(j->dirfd, RP_PRIV) == -1)
+		if (eg_rp_rmtree(j->dirfd, RP_PRIV) == -1)
 			warnx_("%s/%s: cannot remove: %s", j->dir, RP_PRIV,
 			    strerror(errno));
 	}
@@ -1469,7 +1469,7 @@ job_free(struct job *j)
 		close(j->stepsfd);
 	eg_free(j->secrets);
 	eg_free(j->plan_text);
-	rp_plan_free(j->plan);
+	eg_rp_plan_free(j->plan);
 	eg_free(j);
 }
 
@@ -1505,7 +1505,7 @@ block_signals(void)
 }
 
 int
-rp_run_plans(const struct rp_opts *o)
+eg_rp_run_plans(const struct rp_opts *o)
 {
 	struct job **jobs;
 	struct proxy *pxs;
@@ -1586,12 +1586,12 @@ rp_run_plans(const struct rp_opts *o)
 		snprintf(j->run.name, sizeof(j->run.name), "%s",
 		    j->plan->name);
 		uuid4(j->run.id);
-		rp_ts_now(j->run.started);
+		eg_rp_ts_now(j->run.started);
 		snprintf(j->run.state, sizeof(j->run.state), "running");
 		j->run.deadline = j->plan->deadline;
 		j->run.public = j->plan->public;
 		j->run.sup_pid = (long)getpid();
-		if (rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
+		if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
 			snprintf(j->run.sup_start, sizeof(j->run.sup_start),
 			    "%s", ident);
 		j->run.steps = (int)j->plan->nsteps;
@@ -1682,7 +1682,7 @@ out:
 /* --- --resume ------------------------------------------------------------------ */
 
 int
-rp_resume(const char *dir, const char *key)
+eg_rp_resume(const char *dir, const char *key)
 {
 	struct proxy px;
 	struct job *j;
@@ -1704,14 +1704,14 @@ rp_resume(const char *dir, const char *key)
 		job_free(j);
 		return RP_EX_USAGE;
 	}
-	if (rp_run_read(j->dirfd, &j->run) == -1) {
+	if (eg_rp_run_read(j->dirfd, &j->run) == -1) {
 		warnx_("%s: not a replay record directory (run.json: %s)",
 		    dir, strerror(errno));
 		job_free(j);
 		return RP_EX_USAGE;
 	}
 	if (j->run.sup_pid != 0 && (pid_t)j->run.sup_pid != getpid() &&
-	    rp_ident_alive((pid_t)j->run.sup_pid, j->run.sup_start) &&
+	    eg_rp_ident_alive((pid_t)j->run.sup_pid, j->run.sup_start) &&
 	    strcmp(j->run.state, "running") == 0) {
 		warnx_("%s: its supervisor (pid %ld) is still running", dir,
 		    j->run.sup_pid);
@@ -1759,7 +1759,7 @@ rp_resume(const char *dir, const char *key)
 		return RP_EX_RUNTIME;
 	}
 	j->run.sup_pid = (long)getpid();
-	if (rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
+	if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
 		snprintf(j->run.sup_start, sizeof(j->run.sup_start), "%s",
 		    ident);
 	snprintf(j->run.state, sizeof(j->run.state), "running");
@@ -1807,7 +1807,7 @@ rp_resume(const char *dir, const char *key)
 /* --- --cancel ---------------------------------------------------------------- */
 
 int
-rp_cancel(const char *dir, const char *reason)
+eg_rp_cancel(const char *dir, const char *reason)
 {
 	struct rp_run run;
 	struct rp_receipt r;
@@ -1816,7 +1816,7 @@ rp_cancel(const char *dir, const char *reason)
 	int dfd, privfd, stepsfd, fd, sent = 0;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd == -1 || rp_run_read(dfd, &run) == -1) {
+	if (dfd == -1 || eg_rp_run_read(dfd, &run) == -1) {
 		warnx_("%s: not a replay record directory", dir);
 		if (dfd != -1)
 			close(dfd);
@@ -1841,7 +1841,7 @@ rp_cancel(const char *dir, const char *reason)
 	}
 	close(privfd);
 	/* the supervisor, if it is the one that wrote run.json */
-	if (run.sup_pid != 0 && rp_ident_signal((pid_t)run.sup_pid,
+	if (run.sup_pid != 0 && eg_rp_ident_signal((pid_t)run.sup_pid,
 	    run.sup_start, SIGUSR1) == 0)
 		sent = 1;
 	if (!sent) {
@@ -1856,8 +1856,8 @@ rp_cancel(const char *dir, const char *reason)
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd == -1)
 				continue;
-			if (rp_receipt_read(fd, &r) == 0 && r.pid != 0 &&
-			    rp_ident_signal((pid_t)r.pid, r.pid_start,
+			if (eg_rp_receipt_read(fd, &r) == 0 && r.pid != 0 &&
+			    eg_rp_ident_signal((pid_t)r.pid, r.pid_start,
 			    SIGTERM) == 0)
 				fprintf(stderr, "egressd replay: step %s "
 				    "(pid %ld): stopped\n", r.step, r.pid);
