@@ -144,7 +144,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 	if (stepfd == -1 || rawfd == -1)
 		return 3;
 	if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == -1 ||
-	    eg_rp_keeper_write(stepfd, getpid(), ident) == -1)
+	    eg_rp_keeper_write(stepfd, getpid(), ident, 0, NULL) == -1)
 		return 3;
 	for (i = 0; i < 2; i++) {
 		s[i].name = i == 0 ? "stdout" : "stderr";
@@ -200,6 +200,14 @@ eg_rp_keeper_main(int argc, char *argv[])
 		_exit(i == ENOENT ? 127 : 126);
 	}
 	x.pid = child;
+	/* the command's identity too: if we die, --resume can still wait */
+	{
+		char cid[RP_IDENT_MAX];
+
+		if (eg_rp_ident_of(child, cid, sizeof(cid)) == 0)
+			(void)eg_rp_keeper_write(stepfd, getpid(), ident, child,
+			    cid);
+	}
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);

@@ -373,7 +373,8 @@ eg_rp_exit_read(int stepfd, struct rp_exit *x)
 }
 
 int
-eg_rp_keeper_write(int stepfd, pid_t pid, const char *start)
+eg_rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
+    const char *cstart)
 {
 	json_t *o;
 	int rc, e;
@@ -384,6 +385,8 @@ eg_rp_keeper_write(int stepfd, pid_t pid, const char *start)
 	}
 	json_object_set_new(o, "pid", json_integer(pid));
 	json_object_set_new(o, "pid_start", json_string(start));
+	json_object_set_new(o, "command_pid", int_or_null(cpid != 0, cpid));
+	json_object_set_new(o, "command_pid_start", str_or_null(cstart));
 	rc = rp_write_json(stepfd, "keeper.json", o);
 	e = errno;
 	json_decref(o);
@@ -392,7 +395,8 @@ eg_rp_keeper_write(int stepfd, pid_t pid, const char *start)
 }
 
 int
-eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len)
+eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
+    long *cpid, char *cstart, size_t clen)
 {
 	json_t *o;
 	long long v;
@@ -405,6 +409,8 @@ eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len)
 	}
 	*pid = (long)v;
 	get_str(o, "pid_start", start, len);
+	*cpid = get_int(o, "command_pid", &v) ? (long)v : 0;
+	get_str(o, "command_pid_start", cstart, clen);
 	json_decref(o);
 	return 0;
 }

@@ -72,7 +72,11 @@ int	eg_rp_run_write(int dirfd, const struct rp_run *r);
 int	eg_rp_run_read(int dirfd, struct rp_run *r);
 int	eg_rp_exit_write(int stepfd, const struct rp_exit *x);
 int	eg_rp_exit_read(int stepfd, struct rp_exit *x);	/* -1: none */
-int	eg_rp_keeper_write(int stepfd, pid_t pid, const char *start);
-int	eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len);
+/* keeper.json: the keeper's identity, and its command's once started
+ * (cpid 0: not yet). */
+int	eg_rp_keeper_write(int stepfd, pid_t pid, const char *start,
+	    pid_t cpid, const char *cstart);
+int	eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
+	    long *cpid, char *cstart, size_t clen);
 
 #endif

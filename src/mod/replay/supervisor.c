@@ -347,7 +347,9 @@ pause_point(struct job *j, const char *step, const char *point)
 		dprintf(fd, "%s:%s %d\n", step, point, (int)getpid());
 		close(fd);
 	}
-	(void)kill(getpid(), SIGSTOP);
+	/* to this thread: a process-directed stop lets it run on a bit */
+	(void)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid),
+	    SIGSTOP);
 }
 
 /* --- plans ------------------------------------------------------------------- */
@@ -952,14 +954,20 @@ static int
 resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	struct rp_exit x;
-	char start[RP_IDENT_MAX];
-	long pid = 0;
+	char start[RP_IDENT_MAX], kstart[RP_IDENT_MAX];
+	char cstart[RP_IDENT_MAX];
+	long pid = 0, kpid = 0, cpid = 0;
 
-	start[0] = '\0';
+	start[0] = cstart[0] = '\0';
+	if (eg_rp_keeper_read(stepfd, &kpid, kstart, sizeof(kstart), &cpid,
+	    cstart, sizeof(cstart)) == -1)
+		kpid = cpid = 0;
 	if (r->pid != 0) {
 		pid = r->pid;
 		snprintf(start, sizeof(start), "%s", r->pid_start);
-	} else if (eg_rp_keeper_read(stepfd, &pid, start, sizeof(start)) == 0) {
+	} else if (kpid != 0) {
+		pid = kpid;
+		snprintf(start, sizeof(start), "%s", kstart);
 		r->pid = pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", start);
 	}
@@ -986,7 +994,14 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		return 0;
 	}
 	if (pid != 0) {
-		/* the keeper is gone and left no exit record */
+		/* the keeper is gone and left no exit record; its command
+		 * may live on: wait for it, then original_exit_unknown */
+		if (cpid != 0 && eg_rp_ident_alive((pid_t)cpid, cstart)) {
+			fprintf(stderr, "egressd replay: step %s: its keeper "
+			    "died; waiting for its command (pid %ld)\n",
+			    r->step, cpid);
+			wait_keeper(j, (pid_t)cpid, cstart, 0);
+		}
 		collect_exit(j, i, stepfd, r);
 		return 0;
 	}
