@@ -46,34 +46,7 @@
 #include "module.h"
 #include "../common/fsutil.h"
 #include "alloc.h"
-#if __has_include("capture.h")
 #include "capture.h"
-#define HAVE_CAPTURE	1
-#else
-/* interfaces.md §6, until replay-cap's capture.h is merged */
-struct rp_secret { const char *name; const char *val; size_t len; };
-struct rp_capture {
-	const char		 *workdir;
-	int			  stepfd, privfd, rawfd;
-	char *const		 *files;
-	size_t			  nfiles;
-	const struct rp_secret	 *secrets;
-	size_t			  nsecrets;
-	uint64_t		  max_file;
-};
-#define HAVE_CAPTURE	0
-#define rp_patch_begin(w, p, e, l)	((void)(w), (void)(p), 0)
-/* stand-in: the raw output moved as it is (no redaction, no manifest) */
-static int
-rp_capture_step(const struct rp_capture *c, char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	(void)renameat(c->rawfd, "stdout", c->stepfd, "stdout");
-	(void)renameat(c->rawfd, "stderr", c->stepfd, "stderr");
-	return 0;
-}
-#endif
 #include "plan.h"
 #include "proc.h"
 #include "receipt.h"
