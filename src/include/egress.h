@@ -309,6 +309,52 @@ EGRESS_API int	egress_session_set_audit(struct egress *ex,
  */
 EGRESS_API int	egress_session_audit_head(struct egress *ex,
 		    const char *session, char head[65], uint64_t *lines);
+/*
+ * Reading audit lines back (SPEC "Audit log"; the audit tools and the
+ * record module use it).  egress_audit_parse() accepts exactly the lines
+ * egressd writes, text or JSON, every event (ALLOW BLOCK FAIL CLOSE
+ * PHASE SESSION START CHECKPOINT), chained or not, and refuses anything
+ * else: a bad timestamp, an unknown event, a duplicate key, a raw
+ * control byte, an escape the writer would not make, chain= that is not
+ * the last field or not 64 lower-case hex digits, more fields than
+ * field[] holds.  line is len bytes (one trailing '\n' is allowed), not
+ * necessarily NUL-terminated.  Nothing is allocated: every pointer in
+ * *out points into line (START and CHECKPOINT JSON lines: subject is a
+ * static "-"), so it lives as long as line does.
+ *
+ * subject: text lines, the third field as written ("host:port", or "-",
+ * or for a refused request its raw target without a port; the phase of
+ * PHASE, the name of SESSION, "-" for START and CHECKPOINT).  JSON
+ * lines: the value of "host" (ALLOW..CLOSE; the port is the field
+ * "port"), "phase" or "session"; "-".  field[] holds the key=value pairs
+ * after the subject (text) or every member after "ts" and "event"
+ * (JSON), in order; values are as written, still escaped, JSON strings
+ * without their quotes.  The bytes a chain= value covers end at
+ * field[nfields - 1].key - 1 (text: before " chain=") or - 2 (JSON:
+ * before ',"chain":').  Any thread; pure.
+ */
+struct egress_audit_field { const char *key, *val; size_t keylen, vallen; };
+struct egress_audit_line {
+	int		 json;			/* 1: a JSON line */
+	const char	*ts, *event, *subject;	/* subject: "host:port", phase, "-" */
+	size_t		 tslen, eventlen, subjectlen;
+	size_t		 nfields;
+	struct egress_audit_field field[48];	/* key=value pairs in order */
+};
+/* 0 parsed, -1 not an audit line.  Values are as written (still escaped). */
+EGRESS_API int	egress_audit_parse(const char *line, size_t len,
+		    struct egress_audit_line *out);
+/* The value of key, or NULL (and *len untouched). */
+EGRESS_API const char *egress_audit_get(const struct egress_audit_line *l,
+		    const char *key, size_t *len);
+/*
+ * The target of an ALLOW, BLOCK, FAIL or CLOSE line: *host (as written,
+ * still escaped) and *port (0 when the line has none: host "-", or the
+ * raw target of a bad request, which is then the whole host).  Returns
+ * 0, or -1 for the other events.
+ */
+EGRESS_API int	egress_audit_target(const struct egress_audit_line *l,
+		    const char **host, size_t *hostlen, unsigned *port);
 
 #ifdef __cplusplus
 }

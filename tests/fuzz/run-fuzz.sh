@@ -16,6 +16,7 @@ resp|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
 pattern|src/lib/policy.c src/lib/host.c src/lib/err.c|
 sni|src/lib/sni.c src/lib/err.c|
 session-body|src/lib/sessbody.c|
+auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
 redact|src/mod/replay/redact.c src/lib/alloc.c|
 '

@@ -45,10 +45,11 @@ int	rc_keygen_main(int argc, char *argv[]);
 int	rc_verify_main(int argc, char *argv[]);
 
 /*
- * "egressd record seal|check" belong to record-run's files (seal.c,
- * check.c); weak so that the module links before they exist.
+ * "egressd record seal|check": record-run's files (seal.c, check.c; see
+ * seal.h).  Not weak: a weak reference does not pull a member out of the
+ * static core archive, so egressd would link without them.
  */
-int	rc_seal_main(int argc, char *argv[]) __attribute__((weak));
-int	rc_check_main(int argc, char *argv[]) __attribute__((weak));
+int	rc_seal_main(int argc, char *argv[]);
+int	rc_check_main(int argc, char *argv[]);
 
 #endif

@@ -1,0 +1,28 @@
+/*
+ * canon.h: canonical JSON for the run record (SPEC "### record").
+ *
+ * Rules (also in tests/data/record/README): object keys sorted by code
+ * point (= byte order of their UTF-8), no whitespace, strings as raw
+ * UTF-8 with only '"', '\\' and the C0 controls escaped (\b \f \n \r \t,
+ * the others as \u00XX with upper-case hex; DEL, '/' and U+2028 stay
+ * raw), integers only (a real is an error), true/false/null, no final
+ * newline.  For every value without reals this is byte for byte what
+ * jansson 2.14 writes with JSON_COMPACT|JSON_SORT_KEYS (the unit test
+ * holds the two together), so the other JSON files of a record
+ * directory are canonical too, final newline apart.
+ */
+#ifndef RR_CANON_H
+#define RR_CANON_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/*
+ * The canonical bytes of v in a buffer from eg_malloc() (NUL-terminated,
+ * *len bytes without the NUL; free it with eg_free()).  NULL with errno EINVAL (a real, a string or
+ * key that is not valid UTF-8, nesting deeper than 64) or ENOMEM.
+ */
+char	*eg_rr_canon_dump(const json_t *v, size_t *len);
+
+#endif

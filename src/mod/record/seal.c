@@ -1,0 +1,698 @@
+/*
+ * seal.c: "egressd record seal [--key KEY] DIR".  Reads a replay's record
+ * directory (run.json, steps/NN-NAME/{receipt,manifest}.json, audit.log,
+ * plan.ini, config.ini: the record directory of SPEC "### replay")
+ * and writes DIR/record.json, the canonical run record, and with a key
+ * DIR/record.sig, the base64 of the DER ECDSA P-256/SHA-256 signature of
+ * record.json's bytes.  Privacy: the receipts pass through
+ * eg_rr_receipt_filter() (commands and environment values only as sha256
+ * unless the run is public; secrets never, not even hashed).  Usable on
+ * its own (after a --resume, or to re-sign with another key); replay
+ * calls it at the end of every run through egress_module_main().
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <mbedtls/base64.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/sha256.h>
+#include <mbedtls/version.h>
+
+#include "egress.h"
+#include "alloc.h"
+#include "canon.h"
+#include "../common/fsutil.h"
+#include "record.h"
+#include "seal.h"
+
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
+	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (cap), (len), \
+	    (rng), (prng))
+#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
+#else
+#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
+	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (len), \
+	    (rng), (prng))
+#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
+#endif
+
+static const char seal_usage[] =
+"usage: egressd record seal [--key KEY] DIR\n";
+
+/* --- shared helpers ------------------------------------------------------- */
+
+char *
+eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL, *nb;
+	size_t n = 0, cap = 0;
+	ssize_t r;
+	int fd, saved;
+
+	if ((fd = rp_open_beneath(dirfd, path, O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	/* read until EOF, at most max + 1 bytes (one more is "too big") */
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) {
+				errno = EFBIG;
+				goto fail;
+			}
+			cap = cap ? cap * 2 : 8192;
+			if (cap > max + 1)
+				cap = max + 1;
+			if ((nb = eg_realloc(buf, cap + 1)) == NULL)
+				goto fail;
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			goto fail;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > max) {
+		errno = EFBIG;
+		goto fail;
+	}
+	if (buf == NULL && (buf = eg_malloc(1)) == NULL)
+		goto fail;
+	buf[n] = '\0';
+	close(fd);
+	if (len != NULL)
+		*len = n;
+	return buf;
+fail:
+	saved = errno;
+	eg_free(buf);
+	close(fd);
+	errno = saved;
+	return NULL;
+}
+
+json_t *
+eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *v;
+	char *buf;
+	size_t len;
+
+	if ((buf = eg_rr_read_file(dirfd, path, RR_JSON_MAX, &len)) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	eg_free(buf);
+	if (v == NULL)
+		snprintf(err, errlen, "%s: line %d: %s", path, je.line,
+		    je.text);
+	return v;
+}
+
+/* Receipt keys kept in every record, and only when public. */
+static const char *const receipt_keys[] = {
+	"step", "index", "phase", "state", "command_sha256", "pid",
+	"pid_start", "started", "ended", "exit_code", "signal",
+	"termination", "decisions", "env_sha256", "secrets", "note", NULL
+};
+static const char *const receipt_public_keys[] = { "command", "env", NULL };
+
+/* 1 when name is listed in the receipt's "secrets" array. */
+static int
+is_secret(const json_t *secrets, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(secrets); i++)
+		if (json_is_string(json_array_get(secrets, i)) &&
+		    strcmp(json_string_value(json_array_get(secrets, i)),
+		    name) == 0)
+			return 1;
+	return 0;
+}
+
+/* An env-like object without the secrets' entries (non-strings too). */
+static json_t *
+env_filter(const json_t *env, const json_t *secrets)
+{
+	json_t *out, *v;
+	const char *k;
+
+	if (!json_is_object(env))
+		return json_incref((json_t *)(uintptr_t)env);
+	if ((out = json_object()) == NULL)
+		return NULL;
+	json_object_foreach((json_t *)(uintptr_t)env, k, v) {
+		if (is_secret(secrets, k) || !json_is_string(v))
+			continue;
+		json_object_set(out, k, v);
+	}
+	return out;
+}
+
+json_t *
+eg_rr_receipt_filter(const json_t *receipt, int public)
+{
+	const json_t *secrets = json_object_get(receipt, "secrets");
+	json_t *out, *v;
+	size_t i;
+
+	if ((out = json_object()) == NULL)
+		return NULL;
+	for (i = 0; receipt_keys[i] != NULL; i++) {
+		if ((v = json_object_get(receipt, receipt_keys[i])) == NULL)
+			continue;
+		if (strcmp(receipt_keys[i], "env_sha256") == 0)
+			json_object_set_new(out, receipt_keys[i],
+			    env_filter(v, secrets));
+		else
+			json_object_set(out, receipt_keys[i], v);
+	}
+	for (i = 0; public && receipt_public_keys[i] != NULL; i++) {
+		if ((v = json_object_get(receipt, receipt_public_keys[i])) ==
+		    NULL)
+			continue;
+		if (strcmp(receipt_public_keys[i], "env") == 0)
+			json_object_set_new(out, "env", env_filter(v,
+			    secrets));
+		else
+			json_object_set(out, receipt_public_keys[i], v);
+	}
+	return out;
+}
+
+json_t *
+eg_rr_manifest_filter(const json_t *manifest)
+{
+	static const char *const keys[] = { "path", "size", "sha256", NULL };
+	json_t *out, *e, *o, *v;
+	size_t i, j;
+
+	if ((out = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < json_array_size(manifest); i++) {
+		e = json_array_get(manifest, i);
+		if ((o = json_object()) == NULL) {
+			json_decref(out);
+			return NULL;
+		}
+		for (j = 0; keys[j] != NULL; j++)
+			if ((v = json_object_get(e, keys[j])) != NULL)
+				json_object_set(o, keys[j], v);
+		json_array_append_new(out, o);
+	}
+	return out;
+}
+
+static int
+is_hex64(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n != 64)
+		return 0;
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* The chain value at the end of line[0..n) (no newline), or "". */
+static void
+line_head(const char *line, size_t n, char head[65])
+{
+	static const char tkey[] = " chain=", jkey[] = ",\"chain\":\"";
+	size_t tl = sizeof(tkey) - 1, jl = sizeof(jkey) - 1;
+
+	head[0] = '\0';
+	while (n > 0 && line[n - 1] == '\r')
+		n--;
+	if (n >= 64 + tl && memcmp(line + n - 64 - tl, tkey, tl) == 0 &&
+	    is_hex64(line + n - 64, 64)) {
+		memcpy(head, line + n - 64, 64);
+		head[64] = '\0';
+	} else if (n >= 64 + jl + 2 && memcmp(line + n - 2, "\"}", 2) == 0 &&
+	    memcmp(line + n - 66 - jl, jkey, jl) == 0 &&
+	    is_hex64(line + n - 66, 64)) {
+		memcpy(head, line + n - 66, 64);
+		head[64] = '\0';
+	}
+}
+
+int
+eg_rr_audit_tail(int fd, uint64_t *lines, char head[65])
+{
+	/* the last line is kept up to this many bytes (a chain value sits
+	 * in its last 80 bytes, so a longer line keeps only its tail) */
+	enum { TAIL = 256 };
+	char buf[65536], last[TAIL];
+	size_t lastlen = 0, i, start, seg;
+	uint64_t n = 0;
+	ssize_t r;
+	int open_line = 0;
+
+	head[0] = '\0';
+	for (;;) {
+		r = read(fd, buf, sizeof(buf));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			break;
+		start = 0;
+		for (i = 0; i <= (size_t)r; i++) {
+			if (i < (size_t)r && buf[i] != '\n')
+				continue;
+			seg = i - start;
+			/* append buf[start..i) to last, keeping its tail */
+			if (seg >= TAIL) {
+				memcpy(last, buf + i - TAIL, TAIL);
+				lastlen = TAIL;
+			} else if (seg > 0) {
+				if (lastlen + seg > TAIL) {
+					memmove(last, last + lastlen + seg -
+					    TAIL, TAIL - seg);
+					lastlen = TAIL - seg;
+				}
+				memcpy(last + lastlen, buf + start, seg);
+				lastlen += seg;
+			}
+			if (i == (size_t)r) {
+				open_line = open_line || seg > 0;
+				break;
+			}
+			/* a complete line: count it, take its head */
+			n++;
+			line_head(last, lastlen, head);
+			lastlen = 0;
+			open_line = 0;
+			start = i + 1;
+		}
+	}
+	if (open_line && lastlen > 0) {
+		n++;
+		line_head(last, lastlen, head);
+	}
+	*lines = n;
+	return 0;
+}
+
+static int
+strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void
+eg_rr_strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && i < n; i++)
+		eg_free(v[i]);
+	eg_free(v);
+}
+
+char **
+eg_rr_step_dirs(int dirfd, size_t *np)
+{
+	struct dirent *de;
+	char **v = NULL, **nv;
+	size_t n = 0, cap = 0;
+	DIR *d;
+	int fd, saved;
+
+	*np = 0;
+	fd = rp_open_beneath(dirfd, "steps", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return NULL;
+		*np = (size_t)-1;
+		return NULL;
+	}
+	if ((d = fdopendir(fd)) == NULL) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		*np = (size_t)-1;
+		return NULL;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((nv = eg_realloc(v, cap * sizeof(*v))) == NULL)
+				goto fail;
+			v = nv;
+		}
+		if ((v[n] = eg_strdup(de->d_name)) == NULL)
+			goto fail;
+		n++;
+	}
+	if (errno != 0)
+		goto fail;
+	closedir(d);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), strp_cmp);
+	*np = n;
+	return v;
+fail:
+	saved = errno;
+	eg_rr_strv_free(v, n);
+	closedir(d);
+	errno = saved;
+	*np = (size_t)-1;
+	return NULL;
+}
+
+/* --- signing ----------------------------------------------------------------- */
+
+/* base64 of the DER signature of buf's SHA-256 with the key at path. */
+static int
+sign_buf(const char *path, const void *buf, size_t len, char *b64,
+    size_t b64cap, size_t *b64len, char *err, size_t errlen)
+{
+	mbedtls_entropy_context ent;
+	mbedtls_ctr_drbg_context drbg;
+	mbedtls_pk_context pk;
+	unsigned char hash[32], sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
+	size_t siglen = 0;
+	int rc = -1;
+
+	if (rc_load_key(&pk, path, 1, err, errlen) == -1)
+		return -1;
+	if (rc_drbg_init(&ent, &drbg, err, errlen) == -1) {
+		mbedtls_pk_free(&pk);
+		return -1;
+	}
+	if (SHA256(buf, len, hash) != 0 ||
+	    PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
+	    mbedtls_ctr_drbg_random, &drbg) != 0) {
+		snprintf(err, errlen, "%s: signing failed", path);
+		goto out;
+	}
+	if (mbedtls_base64_encode((unsigned char *)b64, b64cap, b64len, sig,
+	    siglen) != 0) {
+		snprintf(err, errlen, "base64: buffer too small");
+		goto out;
+	}
+	rc = 0;
+out:
+	mbedtls_pk_free(&pk);
+	mbedtls_ctr_drbg_free(&drbg);
+	mbedtls_entropy_free(&ent);
+	return rc;
+}
+
+/* --- seal ---------------------------------------------------------------------- */
+
+/* sha256 hex of the regular file name under dirfd into out. */
+static int
+file_sha256(int dirfd, const char *name, char out[65], char *err,
+    size_t errlen)
+{
+	struct stat st;
+	uint64_t size;
+	int fd, rc = -1;
+
+	if ((fd = rp_open_beneath(dirfd, name, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1)
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(err, errlen, "%s: not a regular file", name);
+	else if (rp_sha256_fd(fd, out, &size) == -1)
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+	else
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+static json_t *
+run_part(const json_t *run)
+{
+	static const char *const keys[] = { "name", "id", "started", "ended",
+	    "state", "exit", NULL };
+	json_t *out = json_object(), *v;
+	size_t i;
+
+	for (i = 0; out != NULL && keys[i] != NULL; i++)
+		json_object_set(out, keys[i],
+		    (v = json_object_get(run, keys[i])) != NULL ? v :
+		    json_null());
+	return out;
+}
+
+/* The steps array: each filtered receipt with its manifest. */
+static json_t *
+steps_part(int dirfd, int public, char *err, size_t errlen)
+{
+	char path[512], **names;
+	json_t *steps, *rec, *man, *st;
+	size_t n, i;
+
+	names = eg_rr_step_dirs(dirfd, &n);
+	if (names == NULL && n == (size_t)-1) {
+		snprintf(err, errlen, "steps: %s", strerror(errno));
+		return NULL;
+	}
+	if ((steps = json_array()) == NULL)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "steps/%s/receipt.json",
+		    names[i]);
+		if ((rec = eg_rr_load_json(dirfd, path, err, errlen)) == NULL)
+			goto fail;
+		if (!json_is_object(rec)) {
+			json_decref(rec);
+			snprintf(err, errlen, "%s: not an object", path);
+			goto fail;
+		}
+		st = eg_rr_receipt_filter(rec, public);
+		json_decref(rec);
+		snprintf(path, sizeof(path), "steps/%s/manifest.json",
+		    names[i]);
+		man = eg_rr_load_json(dirfd, path, err, errlen);
+		if (man == NULL && errno == ENOENT &&
+		    strcmp(json_string_value(json_object_get(st, "state")) ?
+		    json_string_value(json_object_get(st, "state")) : "",
+		    "skipped") == 0) {
+			/* a step that never ran has nothing captured */
+			man = json_array();
+		} else if (man == NULL || !json_is_array(man)) {
+			if (man != NULL)
+				snprintf(err, errlen, "%s: not an array",
+				    path);
+			json_decref(man);
+			json_decref(st);
+			goto fail;
+		}
+		json_object_set_new(st, "manifest", eg_rr_manifest_filter(man));
+		json_decref(man);
+		json_array_append_new(steps, st);
+	}
+	eg_rr_strv_free(names, n);
+	return steps;
+fail:
+	eg_rr_strv_free(names, n);
+	json_decref(steps);
+	return NULL;
+}
+
+int
+eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
+{
+	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
+	const char *const *m;
+	json_t *run = NULL, *rec = NULL, *mods, *steps;
+	uint64_t lines = 0;
+	size_t len, b64len;
+	int dirfd, fd, public, rc = -1;
+
+	err[0] = '\0';
+	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
+		goto out;
+	if (!json_is_object(run) ||
+	    json_integer_value(json_object_get(run, "egressd_run")) != 1) {
+		snprintf(err, errlen, "run.json: not a run receipt "
+		    "(\"egressd_run\":1)");
+		goto out;
+	}
+	public = json_is_true(json_object_get(run, "public"));
+	if (file_sha256(dirfd, "plan.ini", plan, err, errlen) == -1 ||
+	    file_sha256(dirfd, "config.ini", conf, err, errlen) == -1)
+		goto out;
+	fd = rp_open_beneath(dirfd, "audit.log", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || eg_rr_audit_tail(fd, &lines, head) == -1) {
+		snprintf(err, errlen, "audit.log: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	if (head[0] == '\0') {
+		snprintf(err, errlen, "audit.log: %s", lines == 0 ? "empty" :
+		    "its last line has no chain= value (not chained)");
+		goto out;
+	}
+	if ((steps = steps_part(dirfd, public, err, errlen)) == NULL)
+		goto out;
+	mods = json_array();
+	for (m = egress_modules(); *m != NULL; m++)
+		json_array_append_new(mods, json_string(*m));
+	rec = json_pack("{s:i,s:{s:s,s:o},s:o,s:s,s:s,s:o,s:{s:s,s:I,s:s},"
+	    "s:b}",
+	    "egressd_record", 1,
+	    "egressd", "version", egress_version(), "modules", mods,
+	    "run", run_part(run),
+	    "config_sha256", conf,
+	    "plan_sha256", plan,
+	    "steps", steps,
+	    "audit", "file", "audit.log", "lines", (json_int_t)lines,
+	    "chain_head", head,
+	    "public", public);
+	if (rec == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((buf = eg_rr_canon_dump(rec, &len)) == NULL) {
+		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
+		    "a value cannot be written canonically (a real number, "
+		    "or invalid UTF-8, in run.json or a receipt)" :
+		    strerror(errno));
+		goto out;
+	}
+	if (rp_write_atomic(dirfd, "record.json", buf, len, 0644) == -1) {
+		snprintf(err, errlen, "record.json: %s", strerror(errno));
+		goto out;
+	}
+	if (key == NULL) {
+		if (unlinkat(dirfd, "record.sig", 0) == -1 && errno != ENOENT) {
+			snprintf(err, errlen, "record.sig: %s",
+			    strerror(errno));
+			goto out;
+		}
+	} else {
+		if (sign_buf(key, buf, len, b64, sizeof(b64) - 1, &b64len,
+		    err, errlen) == -1)
+			goto out;
+		b64[b64len++] = '\n';
+		if (rp_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
+		    -1) {
+			snprintf(err, errlen, "record.sig: %s",
+			    strerror(errno));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	eg_free(buf);
+	json_decref(rec);
+	json_decref(run);
+	close(dirfd);
+	return rc;
+}
+
+/*
+ * Options without getopt(3): replay calls "record seal" from several job
+ * threads at once (-j N), and getopt's optind is process-global.  argv[0]
+ * is the subcommand; "--NAME VALUE", "--NAME=VALUE", "-h"/"--help" and
+ * "--" are understood.  Returns the index of the first operand, -1 after
+ * a usage error (message printed), -2 for --help.
+ */
+int
+eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
+    const char **value)
+{
+	size_t nl = strlen(name);
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--") == 0)
+			return i + 1;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			return -2;
+		if (a[0] != '-' || a[1] == '\0')
+			return i;
+		if (strncmp(a, "--", 2) == 0 && strncmp(a + 2, name, nl) == 0 &&
+		    a[2 + nl] == '=') {
+			*value = a + 3 + nl;
+			continue;
+		}
+		if (strncmp(a, "--", 2) == 0 && strcmp(a + 2, name) == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "egressd record %s: --%s needs "
+				    "a value\n", cmd, name);
+				return -1;
+			}
+			*value = argv[++i];
+			continue;
+		}
+		fprintf(stderr, "egressd record %s: unknown option '%.80s'\n",
+		    cmd, a);
+		return -1;
+	}
+	return i;
+}
+
+int
+rc_seal_main(int argc, char *argv[])
+{
+	const char *key = NULL;
+	char err[1024];
+	int i;
+
+	i = eg_rr_opts(argc, argv, "seal", "key", &key);
+	if (i == -2) {
+		fputs(seal_usage, stdout);
+		return 0;
+	}
+	if (i < 0 || argc - i != 1) {
+		fputs(seal_usage, stderr);
+		return 2;
+	}
+	if (eg_rr_seal(argv[i], key, err, sizeof(err)) == -1) {
+		fprintf(stderr, "egressd record seal: %s: %s\n", argv[i], err);
+		return 1;
+	}
+	return 0;
+}
