@@ -819,6 +819,8 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	char name[RP_NAME_MAX + 8], stepdir[PATH_MAX], rawdir[PATH_MAX];
 	char ident[RP_IDENT_MAX], line[128];
 	int64_t now, deadline = 0, t;
+	const char *capenv;
+	uint64_t cap;
 	sigset_t empty;
 	unsigned closed = 0;
 	pid_t pid;
@@ -853,9 +855,13 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		if (deadline == 0 || t < deadline)
 			deadline = t;
 	}
+	/* test hook (egressd-replay(1)): a smaller output cap */
+	cap = RP_OUTPUT_CAP;
+	if ((capenv = getenv("EGRESSD_REPLAY_OUTPUT_CAP")) != NULL &&
+	    capenv[0] >= '0' && capenv[0] <= '9')
+		cap = strtoull(capenv, NULL, 10);
 	if (step_env(j, st, &envp, &pub) == -1 ||
-	    step_cmd(j, st, stepdir, rawdir, RP_OUTPUT_CAP, deadline, &av)
-	    == -1) {
+	    step_cmd(j, st, stepdir, rawdir, cap, deadline, &av) == -1) {
 		warnx_("out of memory");
 		goto out;
 	}
