@@ -19,6 +19,7 @@ session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
 redact|src/mod/replay/redact.c src/lib/alloc.c|
+plan|src/mod/replay/plan.c src/lib/alloc.c|-linih
 '
 
 secs=${1:-60}

@@ -204,6 +204,7 @@ quote(const char *s, char *buf, size_t cap)
 /*
  * Words with "..." and '...' quoting: in double quotes \" and \\ are
  * escapes, a backslash outside quotes takes the next character as is.
+ * On failure out is left empty.
  */
 int
 eg_rp_split_argv(const char *s, struct rp_strv *out, const char **why)
@@ -273,6 +274,8 @@ oom:
 	*why = "out of memory";
 out:
 	eg_free(w);
+	if (rc == -1)
+		eg_rp_strv_free(out);	/* no half result */
 	return rc;
 }
 
