@@ -1347,11 +1347,10 @@ proxy_dir(struct proxy *px)
 	const char *tmp;
 
 	if (px->njobs == 1 && strlen(px->jobs[0]->dir) + sizeof(RP_PRIV) +
-	    RP_NAME_MAX + 8 < sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		snprintf(px->dir, sizeof(px->dir), "%s/%s", px->jobs[0]->dir,
-		    RP_PRIV);
+	    RP_NAME_MAX + 8 < sizeof(((struct sockaddr_un *)0)->sun_path) &&
+	    snprintf(px->dir, sizeof(px->dir), "%s/%s", px->jobs[0]->dir,
+	    RP_PRIV) < (int)sizeof(px->dir))
 		return 0;
-	}
 	tmp = getenv("XDG_RUNTIME_DIR");
 	if (tmp == NULL || tmp[0] != '/' || access(tmp, W_OK) == -1)
 		tmp = "/tmp";
