@@ -402,7 +402,7 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 }
 
 /* After the run: the private folder goes (it holds raw output, the
- * socket, the patch base) once every step is final; then the eg_rp_seal. */
+ * socket, the patch base) once every step is final; then the seal. */
 static void
 job_finish(struct job *j)
 {
@@ -683,7 +683,7 @@ eg_rp_resume(const char *dir, const char *key)
 	j->stepsfd = openat(j->dirfd, "steps", O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC);
 	if (j->privfd == -1) {
-		/* the run ended: every step is final; eg_rp_seal again */
+		/* the run ended: every step is final; seal again */
 		fprintf(stderr, "egressd replay: %s: the run is over (%s, "
 		    "exit %d)\n", dir, j->run.state, j->run.exit);
 		j->exit = j->run.has_exit ? j->run.exit : RP_EX_OK;
