@@ -828,6 +828,11 @@ eg_rp_job_main(void *arg)
 		j->exit = RP_EX_FAIL;
 	else
 		j->exit = RP_EX_OK;
+	/* the reason, also when the keeper was stopped by --cancel alone */
+	if (cancelled && j->run.cancel_reason[0] == '\0' &&
+	    !eg_rp_cancel_requested(j))
+		snprintf(j->run.cancel_reason, sizeof(j->run.cancel_reason),
+		    "cancelled");
 	eg_rp_ts_now(j->run.ended);
 	snprintf(j->run.state, sizeof(j->run.state), "%s", unresolved ?
 	    "unresolved" : cancelled ? "cancelled" : "finished");
