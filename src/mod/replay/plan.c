@@ -389,10 +389,9 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 			    "egressd", (int)klen, w.v[i]);
 			continue;
 		}
-		if (strv_has(&ps->plan->secrets, w.v[i]) ||
-		    (eq != NULL && klen < 130 && (snprintf(q, sizeof(q),
-		    "%.*s", (int)klen, w.v[i]), strv_has(&ps->plan->secrets,
-		    q)))) {
+		/* valid_var() bounds klen to 128: the name fits q */
+		snprintf(q, sizeof(q), "%.*s", (int)klen, w.v[i]);
+		if (strv_has(&ps->plan->secrets, q)) {
 			perr(ps, "env: %.*s is a secret: give it with "
 			    "secrets =", (int)klen, w.v[i]);
 			continue;
