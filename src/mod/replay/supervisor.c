@@ -65,6 +65,17 @@ load_plan(const char *path, const char *plandir, const char *text,
 	    sizeof(rec)) == -1)
 		eg_rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
 		    "%%%% may follow a %%", p->record);
+	/* workdir: it must exist; canonical, like the sandbox's getcwd() */
+	if (p != NULL && errs.n == 0) {
+		if (realpath(p->workdir, dir) == NULL)
+			eg_rp_errs_add(&errs, path, 0, "workdir %s: %s",
+			    p->workdir, strerror(errno));
+		else {
+			eg_free(p->workdir);
+			if ((p->workdir = eg_strdup(dir)) == NULL)
+				eg_rp_errs_add(&errs, path, 0, "out of memory");
+		}
+	}
 	if (p != NULL && errs.n == 0 && check_phases) {
 		err[0] = '\0';
 		ex = egress_new_from_file(p->config, err, sizeof(err));
@@ -84,7 +95,6 @@ load_plan(const char *path, const char *plandir, const char *text,
 		if (ex != NULL)
 			egress_free(ex);
 	}
-	(void)dir;
 	if (errs.n > 0) {
 		fputs(errs.buf != NULL ? errs.buf : "egressd replay: plan "
 		    "error\n", stderr);
@@ -129,7 +139,7 @@ static int
 record_create(struct job *j, const char *config_text, size_t config_len)
 {
 	struct rp_receipt r;
-	char name[RP_NAME_MAX + 8];
+	char name[RP_NAME_MAX + 8], canon[PATH_MAX];
 	size_t i;
 	int fd;
 
@@ -138,6 +148,9 @@ record_create(struct job *j, const char *config_text, size_t config_len)
 		    " (a record directory is never reused; -o another)" : "");
 		return -1;
 	}
+	/* canonical (the sandbox binds it read-only when under workdir) */
+	if (realpath(j->dir, canon) != NULL)
+		snprintf(j->dir, sizeof(j->dir), "%s", canon);
 	j->dirfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (j->dirfd == -1 || mkdirat(j->dirfd, RP_PRIV, 0700) == -1 ||
 	    mkdirat(j->dirfd, "steps", 0755) == -1) {
