@@ -474,11 +474,6 @@ block_signals(void)
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGHUP);
 	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	/* an ignored signal is dropped even while blocked (a shell starts
-	 * background jobs with SIGINT ignored): they are ours to wait for */
-	(void)signal(SIGINT, SIG_DFL);
-	(void)signal(SIGTERM, SIG_DFL);
-	(void)signal(SIGUSR1, SIG_DFL);
 	(void)signal(SIGPIPE, SIG_IGN);
 }
 
