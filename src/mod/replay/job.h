@@ -56,8 +56,9 @@ struct job {
 	int			 cnt_valid[RP_MAX_STEPS];
 };
 
-/* SIGINT/SIGTERM received by the supervisor (0: none). */
-extern volatile sig_atomic_t eg_rp_signal;
+/* SIGINT/SIGTERM received by the supervisor (0: none); the main
+ * thread sets it (sigtimedwait), the job threads read it. */
+extern atomic_int eg_rp_signal;
 /* This egressd binary (/proc/self/exe), for the keeper and egressd run. */
 extern char eg_rp_exe[PATH_MAX];
 

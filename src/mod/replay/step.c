@@ -374,14 +374,15 @@ count_from_log(struct job *j, const char *step, struct rp_receipt *r)
 int
 eg_rp_cancel_requested(struct job *j)
 {
+	int sig;
 	char *reason;
 	size_t len;
 
-	if (eg_rp_signal != 0) {
+	if ((sig = atomic_load(&eg_rp_signal)) != 0) {
 		if (j->run.cancel_reason[0] == '\0')
 			snprintf(j->run.cancel_reason,
 			    sizeof(j->run.cancel_reason), "%s",
-			    eg_rp_signal == SIGINT ? "SIGINT" : "SIGTERM");
+			    sig == SIGINT ? "SIGINT" : "SIGTERM");
 		return 1;
 	}
 	if (faccessat(j->privfd, "cancel", F_OK, 0) == 0) {

@@ -394,7 +394,7 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 		}
 		sig = sigtimedwait(&mask, &si, &ts);
 		if (sig == SIGINT || sig == SIGTERM) {
-			eg_rp_signal = sig;
+			atomic_store(&eg_rp_signal, sig);
 			fprintf(stderr, "egressd replay: %s: cancelling\n",
 			    sig == SIGINT ? "SIGINT" : "SIGTERM");
 		}

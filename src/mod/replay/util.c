@@ -37,7 +37,7 @@
 #include "replay.h"
 #include "job.h"
 
-volatile sig_atomic_t eg_rp_signal;
+atomic_int eg_rp_signal;
 char eg_rp_exe[PATH_MAX];
 
 /* --- small helpers --------------------------------------------------------- */
