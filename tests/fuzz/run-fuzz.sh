@@ -21,6 +21,7 @@ cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/
 redact|src/mod/replay/redact.c src/lib/alloc.c|
 verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
+plan|src/mod/replay/plan.c src/lib/alloc.c|-linih
 '
 
 secs=${1:-60}

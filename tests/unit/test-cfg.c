@@ -384,6 +384,9 @@ test_bad_files(void)
 	/* a built record module has a [record] section without keys */
 	if (eg_module_find("record", 6)->mod != NULL)
 		sections[2] = "9: unknown key 'chain' in [record]";
+	/* a built replay module has no sections: [replay:x] is unknown */
+	if (eg_module_find("replay", 6)->mod != NULL)
+		sections[3] = "10: unknown section [replay:step1]";
 	/* a built sandbox module takes its (empty) [sandbox] section */
 	if (eg_module_find("sandbox", 7)->mod != NULL)
 		memmove(&sections[4], &sections[5], sizeof(sections) -

@@ -100,7 +100,7 @@ static int
 tree_empty(void)
 {
 	size_t n;
-	pid_t *d = rp_descendants(getpid(), &n);
+	pid_t *d = eg_rp_descendants(getpid(), &n);
 
 	eg_free(d);
 	return n == 0;
@@ -111,7 +111,7 @@ tree_empty(void)
  * (argv[0] is "replay").
  */
 int
-rp_keeper_main(int argc, char *argv[])
+eg_rp_keeper_main(int argc, char *argv[])
 {
 	struct stream s[2];
 	struct rp_exit x;
@@ -143,8 +143,8 @@ rp_keeper_main(int argc, char *argv[])
 	rawfd = open(rawdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (stepfd == -1 || rawfd == -1)
 		return 3;
-	if (rp_ident_of(getpid(), ident, sizeof(ident)) == -1 ||
-	    rp_keeper_write(stepfd, getpid(), ident) == -1)
+	if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == -1 ||
+	    eg_rp_keeper_write(stepfd, getpid(), ident, 0, NULL) == -1)
 		return 3;
 	for (i = 0; i < 2; i++) {
 		s[i].name = i == 0 ? "stdout" : "stderr";
@@ -171,7 +171,7 @@ rp_keeper_main(int argc, char *argv[])
 		return 3;
 
 	x.pid = 0;
-	rp_ts_now(x.started);
+	eg_rp_ts_now(x.started);
 	if (chdir(workdir) == -1) {
 		dprintf(2, "egressd replay: %s: %s\n", workdir,
 		    strerror(errno));
@@ -200,6 +200,14 @@ rp_keeper_main(int argc, char *argv[])
 		_exit(i == ENOENT ? 127 : 126);
 	}
 	x.pid = child;
+	/* the command's identity too: if we die, --resume can still wait */
+	{
+		char cid[RP_IDENT_MAX];
+
+		if (eg_rp_ident_of(child, cid, sizeof(cid)) == 0)
+			(void)eg_rp_keeper_write(stepfd, getpid(), ident, child,
+			    cid);
+	}
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);
@@ -218,7 +226,7 @@ rp_keeper_main(int argc, char *argv[])
 		}
 		pfd[npfd].fd = px[0];
 		pfd[npfd++].events = POLLIN;
-		now = rp_now_ms();
+		now = eg_rp_now_ms();
 		t = stage > 0 ? grace : deadline;
 		if (done && stage == 0)
 			t = now + 100;	/* the leftovers: look again soon */
@@ -233,9 +241,9 @@ rp_keeper_main(int argc, char *argv[])
 				snprintf(x.termination, sizeof(x.termination),
 				    "cancelled");
 			if (stage == 0) {
-				rp_kill_descendants(getpid(), SIGTERM);
+				eg_rp_kill_descendants(getpid(), SIGTERM);
 				stage = 1;
-				grace = rp_now_ms() + RP_GRACE_MS;
+				grace = eg_rp_now_ms() + RP_GRACE_MS;
 			}
 		}
 		for (i = 0; i < 2; i++)
@@ -249,24 +257,24 @@ rp_keeper_main(int argc, char *argv[])
 			px[0] = -1;
 		}
 		reap_all(child, &status, &done);
-		now = rp_now_ms();
+		now = eg_rp_now_ms();
 		if (stage == 0 && !done && deadline > 0 && now >= deadline) {
 			snprintf(x.termination, sizeof(x.termination),
 			    "timeout");
-			rp_kill_descendants(getpid(), SIGTERM);
+			eg_rp_kill_descendants(getpid(), SIGTERM);
 			stage = 1;
 			grace = now + RP_GRACE_MS;
 		} else if (stage == 0 && done && !tree_empty()) {
 			/* the command is gone; what it left is stopped too */
-			rp_kill_descendants(getpid(), SIGTERM);
+			eg_rp_kill_descendants(getpid(), SIGTERM);
 			stage = 1;
 			grace = now + RP_GRACE_MS;
 		} else if (stage == 1 && now >= grace) {
-			rp_kill_descendants(getpid(), SIGKILL);
+			eg_rp_kill_descendants(getpid(), SIGKILL);
 			stage = 2;
 			grace = now + 200;
 		} else if (stage == 2 && now >= grace) {
-			rp_kill_descendants(getpid(), SIGKILL);
+			eg_rp_kill_descendants(getpid(), SIGKILL);
 			grace = now + 200;
 		}
 		if (done && tree_empty()) {
@@ -283,7 +291,7 @@ rp_keeper_main(int argc, char *argv[])
 		close(px[0]);
 	}
 finish:
-	rp_ts_now(x.ended);
+	eg_rp_ts_now(x.ended);
 	if (exec_errno != 0 && x.termination[0] == '\0') {
 		snprintf(x.termination, sizeof(x.termination),
 		    "launch_failed");
@@ -323,7 +331,7 @@ finish:
 		close(s[i].out);
 	}
 	(void)fsync(rawfd);
-	if (rp_exit_write(stepfd, &x) == -1)
+	if (eg_rp_exit_write(stepfd, &x) == -1)
 		return 3;
 	return 0;
 }

@@ -55,7 +55,7 @@ static const char *const step_keys[] = {
 /* --- small helpers ---------------------------------------------------------- */
 
 void
-rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
+eg_rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
     ...)
 {
 	char msg[1024], *nb;
@@ -94,14 +94,14 @@ rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
 }
 
 void
-rp_errs_free(struct rp_errs *e)
+eg_rp_errs_free(struct rp_errs *e)
 {
 	eg_free(e->buf);
 	memset(e, 0, sizeof(*e));
 }
 
 int
-rp_strv_add(struct rp_strv *v, const char *s)
+eg_rp_strv_add(struct rp_strv *v, const char *s)
 {
 	char **nv, *d;
 
@@ -118,7 +118,7 @@ rp_strv_add(struct rp_strv *v, const char *s)
 }
 
 void
-rp_strv_free(struct rp_strv *v)
+eg_rp_strv_free(struct rp_strv *v)
 {
 	size_t i;
 
@@ -141,7 +141,7 @@ strv_has(const struct rp_strv *v, const char *s)
 }
 
 int
-rp_valid_name(const char *s, size_t n)
+eg_rp_valid_name(const char *s, size_t n)
 {
 	size_t i;
 
@@ -204,9 +204,10 @@ quote(const char *s, char *buf, size_t cap)
 /*
  * Words with "..." and '...' quoting: in double quotes \" and \\ are
  * escapes, a backslash outside quotes takes the next character as is.
+ * On failure out is left empty.
  */
 int
-rp_split_argv(const char *s, struct rp_strv *out, const char **why)
+eg_rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 {
 	char *w;
 	size_t n = 0, len = strlen(s);
@@ -238,7 +239,7 @@ rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 		if (*s == ' ' || *s == '\t') {
 			if (inword) {
 				w[n] = '\0';
-				if (rp_strv_add(out, w) == -1)
+				if (eg_rp_strv_add(out, w) == -1)
 					goto oom;
 				n = 0;
 				inword = 0;
@@ -264,7 +265,7 @@ rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 	}
 	if (inword) {
 		w[n] = '\0';
-		if (rp_strv_add(out, w) == -1)
+		if (eg_rp_strv_add(out, w) == -1)
 			goto oom;
 	}
 	rc = 0;
@@ -273,6 +274,8 @@ oom:
 	*why = "out of memory";
 out:
 	eg_free(w);
+	if (rc == -1)
+		eg_rp_strv_free(out);	/* no half result */
 	return rc;
 }
 
@@ -289,7 +292,7 @@ perr(struct parse *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	rp_errs_add(ps->errs, ps->file, ps->line, "%s", msg);
+	eg_rp_errs_add(ps->errs, ps->file, ps->line, "%s", msg);
 }
 
 static int
@@ -369,7 +372,7 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 	char q[400], *kv;
 	size_t i, j, n, klen;
 
-	if (rp_split_argv(v, &w, &why) == -1) {
+	if (eg_rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "env: %s", why);
 		return;
 	}
@@ -386,10 +389,9 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 			    "egressd", (int)klen, w.v[i]);
 			continue;
 		}
-		if (strv_has(&ps->plan->secrets, w.v[i]) ||
-		    (eq != NULL && klen < 130 && (snprintf(q, sizeof(q),
-		    "%.*s", (int)klen, w.v[i]), strv_has(&ps->plan->secrets,
-		    q)))) {
+		/* valid_var() bounds klen to 128: the name fits q */
+		snprintf(q, sizeof(q), "%.*s", (int)klen, w.v[i]);
+		if (strv_has(&ps->plan->secrets, q)) {
 			perr(ps, "env: %.*s is a secret: give it with "
 			    "secrets =", (int)klen, w.v[i]);
 			continue;
@@ -419,12 +421,12 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 			}
 		}
 		if (kv != NULL) {
-			if (rp_strv_add(out, kv) == -1)
+			if (eg_rp_strv_add(out, kv) == -1)
 				ps->oom = 1;
 			eg_free(kv);
 		}
 	}
-	rp_strv_free(&w);
+	eg_rp_strv_free(&w);
 }
 
 static void
@@ -436,7 +438,7 @@ parse_names(struct parse *ps, const char *key, const char *v,
 	char q[400];
 	size_t i;
 
-	if (rp_split_argv(v, &w, &why) == -1) {
+	if (eg_rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "%s: %s", key, why);
 		return;
 	}
@@ -456,10 +458,10 @@ parse_names(struct parse *ps, const char *key, const char *v,
 			    "secrets", w.v[i]);
 			continue;
 		}
-		if (!strv_has(out, w.v[i]) && rp_strv_add(out, w.v[i]) == -1)
+		if (!strv_has(out, w.v[i]) && eg_rp_strv_add(out, w.v[i]) == -1)
 			ps->oom = 1;
 	}
-	rp_strv_free(&w);
+	eg_rp_strv_free(&w);
 }
 
 /* A capture word: relative, no "..", no empty component. */
@@ -472,7 +474,7 @@ parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
 	size_t i, n;
 	int bad;
 
-	if (rp_split_argv(v, &w, &why) == -1) {
+	if (eg_rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "capture: %s", why);
 		return;
 	}
@@ -505,10 +507,10 @@ parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
 			    quote(s, q, sizeof(q)));
 			continue;
 		}
-		if (!strv_has(out, s) && rp_strv_add(out, s) == -1)
+		if (!strv_has(out, s) && eg_rp_strv_add(out, s) == -1)
 			ps->oom = 1;
 	}
-	rp_strv_free(&w);
+	eg_rp_strv_free(&w);
 }
 
 static void
@@ -537,7 +539,7 @@ add_path(struct parse *ps, const char *key, const char *v,
 	else
 		p = abs_path(ps->plan->workdir != NULL ? ps->plan->workdir :
 		    ps->dir, v);
-	if (p == NULL || rp_strv_add(out, p) == -1)
+	if (p == NULL || eg_rp_strv_add(out, p) == -1)
 		ps->oom = 1;
 	eg_free(p);
 }
@@ -571,7 +573,7 @@ section_start(struct parse *ps, const char *s, size_t n)
 		return;
 	}
 	if (n > 5 && memcmp(s, "step:", 5) == 0) {
-		if (!rp_valid_name(s + 5, n - 5)) {
+		if (!eg_rp_valid_name(s + 5, n - 5)) {
 			snprintf(tmp, sizeof(tmp), "%.*s", (int)(n - 5) & 0x3ff,
 			    s + 5);
 			perr(ps, "[step:%s]: a step name is 1 to 64 of A-Z a-z "
@@ -642,7 +644,7 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 	}
 	ps->seen_replay[i] = ps->line;
 	if (strcmp(k, "name") == 0) {
-		if (!rp_valid_name(v, strlen(v))) {
+		if (!eg_rp_valid_name(v, strlen(v))) {
 			perr(ps, "name: '%s': 1 to 64 of A-Z a-z 0-9 . _ -, "
 			    "not beginning with . or -", quote(v, q,
 			    sizeof(q)));
@@ -720,7 +722,7 @@ step_entry(struct parse *ps, const char *k, const char *v)
 	}
 	ps->seen_step[i] = ps->line;
 	if (strcmp(k, "phase") == 0) {
-		if (!rp_valid_name(v, strlen(v))) {
+		if (!eg_rp_valid_name(v, strlen(v))) {
 			perr(ps, "phase: '%s' is not a phase name",
 			    quote(v, q, sizeof(q)));
 			return;
@@ -909,7 +911,7 @@ reader(char *str, int num, void *arg)
 }
 
 void
-rp_plan_free(struct rp_plan *p)
+eg_rp_plan_free(struct rp_plan *p)
 {
 	size_t i;
 
@@ -921,12 +923,12 @@ rp_plan_free(struct rp_plan *p)
 		eg_free(s->name);
 		eg_free(s->phase);
 		eg_free(s->run);
-		rp_strv_free(&s->argv);
-		rp_strv_free(&s->rw);
-		rp_strv_free(&s->ro);
-		rp_strv_free(&s->env);
-		rp_strv_free(&s->secrets);
-		rp_strv_free(&s->capture);
+		eg_rp_strv_free(&s->argv);
+		eg_rp_strv_free(&s->rw);
+		eg_rp_strv_free(&s->ro);
+		eg_rp_strv_free(&s->env);
+		eg_rp_strv_free(&s->secrets);
+		eg_rp_strv_free(&s->capture);
 	}
 	eg_free(p->steps);
 	eg_free(p->file);
@@ -936,8 +938,8 @@ rp_plan_free(struct rp_plan *p)
 	eg_free(p->config);
 	eg_free(p->workdir);
 	eg_free(p->record);
-	rp_strv_free(&p->env);
-	rp_strv_free(&p->secrets);
+	eg_rp_strv_free(&p->env);
+	eg_rp_strv_free(&p->secrets);
 	eg_free(p);
 }
 
@@ -955,22 +957,22 @@ merge_env(const struct rp_strv *base, struct rp_strv *step)
 		for (j = 0; j < step->n; j++)
 			if (strncmp(step->v[j], base->v[i], klen + 1) == 0)
 				found = 1;
-		if (!found && rp_strv_add(&out, base->v[i]) == -1)
+		if (!found && eg_rp_strv_add(&out, base->v[i]) == -1)
 			goto oom;
 	}
 	for (j = 0; j < step->n; j++)
-		if (rp_strv_add(&out, step->v[j]) == -1)
+		if (eg_rp_strv_add(&out, step->v[j]) == -1)
 			goto oom;
-	rp_strv_free(step);
+	eg_rp_strv_free(step);
 	*step = out;
 	return 0;
 oom:
-	rp_strv_free(&out);
+	eg_rp_strv_free(&out);
 	return -1;
 }
 
 struct rp_plan *
-rp_plan_parse(const char *text, size_t len, const char *file,
+eg_rp_plan_parse(const char *text, size_t len, const char *file,
     const char *dir, const char *(*getenv_fn)(const char *),
     int has_sandbox, const char *config_override, struct rp_errs *errs)
 {
@@ -988,7 +990,7 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 	ps.errs = errs;
 	ps.getenv_fn = getenv_fn;
 	if ((pl = eg_calloc(1, sizeof(*pl))) == NULL) {
-		rp_errs_add(errs, file, 0, "out of memory");
+		eg_rp_errs_add(errs, file, 0, "out of memory");
 		return NULL;
 	}
 	ps.plan = pl;
@@ -1004,7 +1006,7 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 	if (pl->file == NULL || pl->dir == NULL || pl->base == NULL)
 		ps.oom = 1;
 	if (memchr(text, '\0', len) != NULL)
-		rp_errs_add(errs, file, 0, "a NUL byte in the plan");
+		eg_rp_errs_add(errs, file, 0, "a NUL byte in the plan");
 	else {
 		rc = ini_parse_stream(reader, &ps, handler, &ps);
 		if (rc != 0 && errs->n == nerr0)
@@ -1016,8 +1018,8 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 		ps.line = 1;
 
 	if (pl->name == NULL && pl->base != NULL) {
-		if (!rp_valid_name(pl->base, strlen(pl->base)))
-			rp_errs_add(errs, file, ps.seen_replay[15] ?
+		if (!eg_rp_valid_name(pl->base, strlen(pl->base)))
+			eg_rp_errs_add(errs, file, ps.seen_replay[15] ?
 			    ps.seen_replay[15] : 1, "the plan's base name "
 			    "'%s' is not a run name (1 to 64 of A-Z a-z 0-9 . "
 			    "_ -): set name =", pl->base);
@@ -1033,43 +1035,43 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 	    (pl->config = eg_strdup(config_override)) == NULL)
 		ps.oom = 1;
 	if (pl->nsteps == 0)
-		rp_errs_add(errs, file, ps.line, "no step: add a [step:NAME] "
+		eg_rp_errs_add(errs, file, ps.line, "no step: add a [step:NAME] "
 		    "section");
 	if (pl->sandbox == RP_SB_BWRAP && !has_sandbox)
-		rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
+		eg_rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
 		    "the sandbox module is not compiled in");
 	for (i = 0; i < pl->nsteps; i++) {
 		struct rp_step *st = &pl->steps[i];
 
 		if (st->phase == NULL)
-			rp_errs_add(errs, file, st->line, "[step:%s]: phase "
+			eg_rp_errs_add(errs, file, st->line, "[step:%s]: phase "
 			    "= is required", st->name);
 		if (st->run == NULL)
-			rp_errs_add(errs, file, st->line, "[step:%s]: run = "
+			eg_rp_errs_add(errs, file, st->line, "[step:%s]: run = "
 			    "is required", st->name);
 		else if (st->shell) {
-			if (rp_strv_add(&st->argv, "/bin/sh") == -1 ||
-			    rp_strv_add(&st->argv, "-c") == -1 ||
-			    rp_strv_add(&st->argv, st->run) == -1)
+			if (eg_rp_strv_add(&st->argv, "/bin/sh") == -1 ||
+			    eg_rp_strv_add(&st->argv, "-c") == -1 ||
+			    eg_rp_strv_add(&st->argv, st->run) == -1)
 				ps.oom = 1;
-		} else if (rp_split_argv(st->run, &st->argv, &why) == -1)
-			rp_errs_add(errs, file, st->run_line, "run: %s", why);
+		} else if (eg_rp_split_argv(st->run, &st->argv, &why) == -1)
+			eg_rp_errs_add(errs, file, st->run_line, "run: %s", why);
 		else if (st->argv.n == 0)
-			rp_errs_add(errs, file, st->run_line, "run: no "
+			eg_rp_errs_add(errs, file, st->run_line, "run: no "
 			    "command");
 		if (st->sandbox == RP_SB_DEFAULT)
 			st->sandbox = pl->sandbox;
 		else if (st->sandbox == RP_SB_BWRAP && !has_sandbox)
-			rp_errs_add(errs, file, st->line, "[step:%s]: "
+			eg_rp_errs_add(errs, file, st->line, "[step:%s]: "
 			    "sandbox = bwrap: the sandbox module is not "
 			    "compiled in", st->name);
 		if (merge_env(&pl->env, &st->env) == -1)
 			ps.oom = 1;
 	}
 	if (ps.oom)
-		rp_errs_add(errs, file, 0, "out of memory");
+		eg_rp_errs_add(errs, file, 0, "out of memory");
 	if (errs->n != nerr0) {
-		rp_plan_free(pl);
+		eg_rp_plan_free(pl);
 		return NULL;
 	}
 	return pl;

@@ -18,7 +18,7 @@
 #include "receipt.h"
 
 int64_t
-rp_now_ms(void)
+eg_rp_now_ms(void)
 {
 	struct timespec ts;
 
@@ -27,7 +27,7 @@ rp_now_ms(void)
 }
 
 void
-rp_ts_of(int64_t ms, char out[RP_TS_MAX])
+eg_rp_ts_of(int64_t ms, char out[RP_TS_MAX])
 {
 	time_t s = (time_t)(ms / 1000);
 	struct tm tm;
@@ -39,13 +39,13 @@ rp_ts_of(int64_t ms, char out[RP_TS_MAX])
 }
 
 void
-rp_ts_now(char out[RP_TS_MAX])
+eg_rp_ts_now(char out[RP_TS_MAX])
 {
-	rp_ts_of(rp_now_ms(), out);
+	eg_rp_ts_of(eg_rp_now_ms(), out);
 }
 
 int64_t
-rp_ts_parse(const char *ts)
+eg_rp_ts_parse(const char *ts)
 {
 	struct tm tm;
 	int ms = 0;
@@ -61,7 +61,7 @@ rp_ts_parse(const char *ts)
 }
 
 void
-rp_command_sha256(const struct rp_strv *argv, char out[65])
+eg_rp_command_sha256(const struct rp_strv *argv, char out[65])
 {
 	json_t *a;
 	char *s;
@@ -90,7 +90,7 @@ int_or_null(int has, long long v)
 }
 
 int
-rp_receipt_write(int stepfd, const struct rp_receipt *r,
+eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
     const struct rp_step *st, const char *const *envp, int public)
 {
 	json_t *o, *d, *eh, *sec, *cmd, *env;
@@ -209,13 +209,13 @@ get_int(json_t *o, const char *k, long long *out)
 }
 
 json_t *
-rp_receipt_json_read(int stepfd)
+eg_rp_receipt_json_read(int stepfd)
 {
 	return load_at(stepfd, "receipt.json");
 }
 
 int
-rp_receipt_read(int stepfd, struct rp_receipt *r)
+eg_rp_receipt_read(int stepfd, struct rp_receipt *r)
 {
 	json_t *o, *d;
 	long long v;
@@ -255,7 +255,7 @@ rp_receipt_read(int stepfd, struct rp_receipt *r)
 }
 
 int
-rp_run_write(int dirfd, const struct rp_run *r)
+eg_rp_run_write(int dirfd, const struct rp_run *r)
 {
 	json_t *o, *s;
 	int rc, e;
@@ -288,7 +288,7 @@ rp_run_write(int dirfd, const struct rp_run *r)
 }
 
 int
-rp_run_read(int dirfd, struct rp_run *r)
+eg_rp_run_read(int dirfd, struct rp_run *r)
 {
 	json_t *o, *s;
 	long long v;
@@ -326,7 +326,7 @@ rp_run_read(int dirfd, struct rp_run *r)
 }
 
 int
-rp_exit_write(int stepfd, const struct rp_exit *x)
+eg_rp_exit_write(int stepfd, const struct rp_exit *x)
 {
 	json_t *o;
 	int rc, e;
@@ -351,7 +351,7 @@ rp_exit_write(int stepfd, const struct rp_exit *x)
 }
 
 int
-rp_exit_read(int stepfd, struct rp_exit *x)
+eg_rp_exit_read(int stepfd, struct rp_exit *x)
 {
 	json_t *o;
 	long long v;
@@ -373,7 +373,8 @@ rp_exit_read(int stepfd, struct rp_exit *x)
 }
 
 int
-rp_keeper_write(int stepfd, pid_t pid, const char *start)
+eg_rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
+    const char *cstart)
 {
 	json_t *o;
 	int rc, e;
@@ -384,6 +385,8 @@ rp_keeper_write(int stepfd, pid_t pid, const char *start)
 	}
 	json_object_set_new(o, "pid", json_integer(pid));
 	json_object_set_new(o, "pid_start", json_string(start));
+	json_object_set_new(o, "command_pid", int_or_null(cpid != 0, cpid));
+	json_object_set_new(o, "command_pid_start", str_or_null(cstart));
 	rc = rp_write_json(stepfd, "keeper.json", o);
 	e = errno;
 	json_decref(o);
@@ -392,7 +395,8 @@ rp_keeper_write(int stepfd, pid_t pid, const char *start)
 }
 
 int
-rp_keeper_read(int stepfd, long *pid, char *start, size_t len)
+eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
+    long *cpid, char *cstart, size_t clen)
 {
 	json_t *o;
 	long long v;
@@ -405,6 +409,8 @@ rp_keeper_read(int stepfd, long *pid, char *start, size_t len)
 	}
 	*pid = (long)v;
 	get_str(o, "pid_start", start, len);
+	*cpid = get_int(o, "command_pid", &v) ? (long)v : 0;
+	get_str(o, "command_pid_start", cstart, clen);
 	json_decref(o);
 	return 0;
 }

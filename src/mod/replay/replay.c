@@ -60,7 +60,7 @@ replay_main(int argc, char *argv[])
 		{ "resume", required_argument, NULL, 'R' },
 		{ "cancel", required_argument, NULL, 'C' },
 		{ "reason", required_argument, NULL, 'r' },
-		{ "status", required_argument, NULL, 'S' },
+		{ "status", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -73,7 +73,7 @@ replay_main(int argc, char *argv[])
 	int ch, json = 0, modes;
 
 	if (argc >= 2 && strcmp(argv[1], "--keeper") == 0)
-		return rp_keeper_main(argc, argv);
+		return eg_rp_keeper_main(argc, argv);
 	memset(&o, 0, sizeof(o));
 	o.jobs = 1;
 	optind = 0;
@@ -105,7 +105,7 @@ replay_main(int argc, char *argv[])
 			reason = optarg;
 			break;
 		case 'S':
-			status = optarg;
+			status = "";
 			break;
 		case 'J':
 			json = 1;
@@ -123,6 +123,14 @@ replay_main(int argc, char *argv[])
 	if (modes > 1)
 		return usage_err("--resume, --cancel and --status go alone",
 		    NULL);
+	if (status != NULL) {
+		/* --status [--json] DIR */
+		if (optind + 1 != argc)
+			return usage_err(optind < argc ? "unexpected argument" :
+			    "--status: no DIR given", optind < argc ?
+			    argv[argc - 1] : NULL);
+		status = argv[optind++];
+	}
 	if (modes == 1 && optind < argc)
 		return usage_err("unexpected argument", argv[optind]);
 	if (modes == 1 && (o.config != NULL || o.out != NULL))
@@ -132,19 +140,19 @@ replay_main(int argc, char *argv[])
 	if (json && status == NULL)
 		return usage_err("--json goes with --status", NULL);
 	if (resume != NULL)
-		return rp_resume(resume, o.key);
+		return eg_rp_resume(resume, o.key);
 	if (cancel != NULL)
 		return o.key != NULL ? usage_err("--key is for a run", NULL) :
-		    rp_cancel(cancel, reason);
+		    eg_rp_cancel(cancel, reason);
 	if (status != NULL)
-		return rp_status(status, json);
+		return eg_rp_status(status, json);
 	if (optind >= argc)
 		return usage_err("no plan given", NULL);
 	o.plans = argv + optind;
 	o.nplans = (size_t)(argc - optind);
 	if (o.out != NULL && o.nplans > 1)
 		return usage_err("-o is for one plan only", NULL);
-	return rp_run_plans(&o);
+	return eg_rp_run_plans(&o);
 }
 
 const struct eg_module eg_mod_replay = {

@@ -61,8 +61,8 @@ find_step(int stepsfd, int idx)
 static void
 secs(const char *a, const char *b, char *out, size_t len)
 {
-	int64_t s = rp_ts_parse(a), e = b[0] != '\0' ? rp_ts_parse(b) :
-	    rp_now_ms();
+	int64_t s = eg_rp_ts_parse(a), e = b[0] != '\0' ? eg_rp_ts_parse(b) :
+	    eg_rp_now_ms();
 
 	if (s < 0 || e < s)
 		snprintf(out, len, "-");
@@ -71,7 +71,7 @@ secs(const char *a, const char *b, char *out, size_t len)
 }
 
 int
-rp_status(const char *dir, int json)
+eg_rp_status(const char *dir, int json)
 {
 	struct rp_run run;
 	struct rp_receipt r;
@@ -80,7 +80,7 @@ rp_status(const char *dir, int json)
 	int dirfd, stepsfd, fd, i;
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd == -1 || rp_run_read(dirfd, &run) == -1) {
+	if (dirfd == -1 || eg_rp_run_read(dirfd, &run) == -1) {
 		fprintf(stderr, "egressd replay: %s: not a replay record "
 		    "directory\n", dir);
 		if (dirfd != -1)
@@ -106,10 +106,10 @@ rp_status(const char *dir, int json)
 		if ((fd = find_step(stepsfd, i)) == -1)
 			break;
 		if (json) {
-			o = rp_receipt_json_read(fd);
+			o = eg_rp_receipt_json_read(fd);
 			if (o != NULL)
 				json_array_append_new(arr, o);
-		} else if (rp_receipt_read(fd, &r) == 0) {
+		} else if (eg_rp_receipt_read(fd, &r) == 0) {
 			if (r.has_exit)
 				snprintf(ex, sizeof(ex), "%d", r.exit_code);
 			else if (r.has_signal)

@@ -1,0 +1,89 @@
+/*
+ * job.h: what the supervisor's files share (supervisor.c: runs, the
+ * proxy, --resume; step.c: the steps of one job; cancel.c: --cancel;
+ * util.c: small helpers).  A job is one plan being run: its record
+ * directory, its session of the proxy, its decision counters.
+ */
+#ifndef RP_JOB_H
+#define RP_JOB_H
+
+#include <sys/types.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "egress.h"
+#include "capture.h"
+#include "plan.h"
+#include "receipt.h"
+
+struct job;
+
+/* One proxy serves the jobs of one configuration. */
+struct proxy {
+	struct egress	*ex;
+	char		 dir[PATH_MAX];	/* session_dir, 0700 */
+	int		 tmpdir;	/* dir is ours to remove */
+	struct job	**jobs;
+	size_t		 njobs;
+};
+
+struct job {
+	struct rp_plan		*plan;
+	char			*plan_text;
+	size_t			 plan_len;
+	const char		*plan_path;
+	char			 dir[PATH_MAX];
+	int			 dirfd, privfd, stepsfd;
+	char			 session[RP_NAME_MAX + 1];
+	char			 sock[PATH_MAX];
+	char			 tcp[64];
+	struct rp_run		 run;
+	struct rp_secret	*secrets;
+	size_t			 nsecrets;
+	struct proxy		*px;
+	const char		*key;
+	int			 resume;
+	int			 exit;
+	int			 started;	/* thread started */
+	pthread_t		 tid;
+	atomic_int		 cur;		/* index of the running step */
+	atomic_int		 done;
+	atomic_ullong		 cnt[RP_MAX_STEPS][3];
+	int			 cnt_valid[RP_MAX_STEPS];
+};
+
+/* SIGINT/SIGTERM received by the supervisor (0: none); the main
+ * thread sets it (sigtimedwait), the job threads read it. */
+extern atomic_int eg_rp_signal;
+/* This egressd binary (/proc/self/exe), for the keeper and egressd run. */
+extern char eg_rp_exe[PATH_MAX];
+
+/* util.c */
+void	 eg_rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int	 eg_rp_mkdir_p(const char *path, mode_t mode);
+char	*eg_rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp);
+const char *eg_rp_getenv(const char *name);
+void	 eg_rp_uuid4(char out[37]);
+void	 eg_rp_step_dirname(const struct rp_plan *p, size_t i, char *out,
+	    size_t len);
+int	 eg_rp_has_module(const char *name);
+int	 eg_rp_expand_record(const char *tmpl, const char *base, time_t t,
+	    char *out, size_t len);
+
+/* step.c */
+void	 eg_rp_on_event(const struct egress_event *ev, void *arg);
+void	 eg_rp_receipt_init(const struct job *j, size_t i,
+	    struct rp_receipt *r);
+int	 eg_rp_receipt_put(struct job *j, size_t i, int stepfd,
+	    struct rp_receipt *r);
+int	 eg_rp_run_put(struct job *j);
+int	 eg_rp_open_stepfd(struct job *j, size_t i);
+int	 eg_rp_cancel_requested(struct job *j);
+void	 eg_rp_seal(struct job *j);
+void	*eg_rp_job_main(void *arg);
+
+#endif

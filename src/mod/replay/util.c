@@ -1,0 +1,235 @@
+/*
+ * util.c: small helpers of the supervisor (messages, folders, files,
+ * the run id, record paths).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "egress.h"
+#include "module.h"
+#include "../common/fsutil.h"
+#include "alloc.h"
+#include "capture.h"
+#include "plan.h"
+#include "proc.h"
+#include "receipt.h"
+#include "replay.h"
+#include "job.h"
+
+atomic_int eg_rp_signal;
+char eg_rp_exe[PATH_MAX];
+
+/* --- small helpers --------------------------------------------------------- */
+
+void
+eg_rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void
+eg_rp_warn(const char *fmt, ...)
+{
+	va_list ap;
+	char buf[2048];
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "egressd replay: %s\n", buf);
+}
+
+int
+eg_rp_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, mode);
+}
+
+int
+eg_rp_rmtree(int dfd, const char *name)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (eg_rp_rmtree(dirfd(d), de->d_name) == -1)
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == -1)
+		rc = -1;
+	return rc;
+}
+
+/* Read a whole (small) file; eg_malloc'd, NUL-terminated. */
+char *
+eg_rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp)
+{
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return NULL;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			if ((nb = eg_realloc(buf, cap)) == NULL)
+				goto fail;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			errno = EFBIG;
+			goto fail;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	*lenp = len;
+	return buf;
+fail:
+	close(fd);
+	eg_free(buf);
+	return NULL;
+}
+
+const char *
+eg_rp_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+void
+eg_rp_uuid4(char out[37])
+{
+	unsigned char b[16];
+	int fd, i, o = 0;
+
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b)) {
+		for (i = 0; i < 16; i++)
+			b[i] = (unsigned char)(rand() ^ getpid());
+	}
+	if (fd != -1)
+		close(fd);
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		o += snprintf(out + o, 37 - (size_t)o, "%02x", b[i]);
+	}
+	out[36] = '\0';
+}
+
+void
+eg_rp_step_dirname(const struct rp_plan *p, size_t i, char *out, size_t len)
+{
+	snprintf(out, len, "%02zu-%s", i + 1, p->steps[i].name);
+}
+
+int
+eg_rp_has_module(const char *name)
+{
+	const char *const *m;
+
+	for (m = egress_modules(); *m != NULL; m++)
+		if (strcmp(*m, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Expand %n, %t, %% of the record template; -1 on another %. */
+int
+eg_rp_expand_record(const char *tmpl, const char *base, time_t t, char *out,
+    size_t len)
+{
+	struct tm tm;
+	char ts[32];
+	size_t o = 0;
+	const char *s;
+	int n;
+
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	for (s = tmpl; *s != '\0'; s++) {
+		if (o + 1 >= len)
+			return -1;
+		if (*s != '%') {
+			out[o++] = *s;
+			continue;
+		}
+		s++;
+		if (*s == 'n')
+			n = snprintf(out + o, len - o, "%s", base);
+		else if (*s == 't')
+			n = snprintf(out + o, len - o, "%s", ts);
+		else if (*s == '%')
+			n = snprintf(out + o, len - o, "%%");
+		else
+			return -1;
+		if (n < 0 || (size_t)n >= len - o)
+			return -1;
+		o += (size_t)n;
+	}
+	out[o] = '\0';
+	return 0;
+}
