@@ -187,7 +187,8 @@ test)
 	t0=$(date +%s)
 	check "$top/_build" TESTS="$PACKAGING_TESTS"
 	echo "dev.sh: packaging tests: $(($(date +%s) - t0)) s"
-	build "$top/_build-min" --disable-sandbox
+	build "$top/_build-min" --disable-sandbox --disable-replay \
+	    --disable-record --without-systemd
 	check "$top/_build-min"
 	build "$top/_build-asan" \
 	    CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
