@@ -325,9 +325,18 @@ static int
 proxy_dir(struct proxy *px)
 {
 	const char *tmp;
+	size_t name;
 
-	if (px->njobs == 1 && strlen(px->jobs[0]->dir) + sizeof(RP_PRIV) +
-	    RP_NAME_MAX + 8 < sizeof(((struct sockaddr_un *)0)->sun_path) &&
+	/* DIR/.private/NAME.sock (NAME: at most 56 of the run's name, as in
+	 * proxy_start) and DIR/.private/proxy.sock must fit sun_path */
+	name = px->njobs == 1 ? strlen(px->jobs[0]->plan->name) : 0;
+	if (name < sizeof("proxy"))
+		name = sizeof("proxy");
+	if (name > 56)
+		name = 56;
+	if (px->njobs == 1 && strlen(px->jobs[0]->dir) + 1 + strlen(RP_PRIV) +
+	    1 + name + sizeof(".sock") <=
+	    sizeof(((struct sockaddr_un *)0)->sun_path) &&
 	    snprintf(px->dir, sizeof(px->dir), "%s/%s", px->jobs[0]->dir,
 	    RP_PRIV) < (int)sizeof(px->dir))
 		return 0;
