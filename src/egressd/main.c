@@ -33,8 +33,10 @@
 static const char usage_text[] =
 "usage: egressd [-c FILE] [-l ADDR:PORT]... [-u PATH]... [-a ADMIN] [-p PHASE]\n"
 "               [--audit PATH|-] [--audit-format text|json] [-t] [-V] [-h]\n"
-"       egressd run [OPTIONS] -- CMD [ARGS]   (sandbox module)\n"
-"       egressd audit replay|suggest|verify ...  (see egressd-audit(1))\n"
+"       egressd run [OPTIONS] -- CMD [ARGS]    (sandbox module, egressd-run(1))\n"
+"       egressd audit replay|suggest|verify ... (egressd-audit(1))\n"
+"       egressd replay PLAN.ini...             (replay module, egressd-replay(1))\n"
+"       egressd record keygen|seal|check ...   (record module, egressd-record(1))\n"
 "\n"
 "An allowlisting HTTP CONNECT proxy: every request is decided against the\n"
 "allowlist of the current phase, logged, and only then answered.\n"
