@@ -23,10 +23,12 @@ static int stuck_ms;			/* the callback sleeps this long */
 static void
 on_event(const struct egress_event *ev, void *arg)
 {
+	int ms = __atomic_load_n(&stuck_ms, __ATOMIC_RELAXED);
+
 	(void)ev;
 	(void)arg;
-	if (__atomic_load_n(&stuck_ms, __ATOMIC_RELAXED) > 0)
-		usleep((useconds_t)stuck_ms * 1000);
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
 }
 
 /* A listening TCP socket on 127.0.0.1, any port; *port gets it. */
