@@ -18,7 +18,7 @@ sni|src/lib/sni.c src/lib/err.c|
 session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/default-ini.c src/lib/policy.c src/lib/host.c src/lib/err.c|-linih
-redact|src/mod/replay/redact.c src/lib/alloc.c|
+redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
 verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 plan|src/mod/replay/plan.c src/lib/alloc.c|-linih

@@ -30,8 +30,8 @@
 
 int rp_open_beneath_no_openat2;
 
-static int
-write_all(int fd, const void *buf, size_t len)
+int
+rp_write_all(int fd, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	ssize_t n;
@@ -87,7 +87,7 @@ rp_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
 	}
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, buf, len) < 0 || fchmod(fd, mode) < 0 ||
+	if (rp_write_all(fd, buf, len) < 0 || fchmod(fd, mode) < 0 ||
 	    fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {

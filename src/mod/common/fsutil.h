@@ -19,6 +19,8 @@
  * (ELOOP), a directory too (EISDIR).  On failure the temp file is gone.
  * dirfd may be AT_FDCWD.  0 or -1 with errno.
  */
+/* write(2) all of buf, again after EINTR and short writes.  0 or -1. */
+int	rp_write_all(int fd, const void *buf, size_t len);
 int	rp_write_atomic(int dirfd, const char *name, const void *buf,
 	    size_t len, mode_t mode);
 /*

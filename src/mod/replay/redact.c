@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "../common/fsutil.h"
 #include "redact.h"
 
 struct rp_val {
@@ -211,27 +212,9 @@ struct fdout {
 };
 
 static int
-write_all(int fd, const unsigned char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 fdout_flush(struct fdout *o)
 {
-	if (o->len > 0 && write_all(o->fd, o->buf, o->len) < 0)
+	if (o->len > 0 && rp_write_all(o->fd, o->buf, o->len) < 0)
 		return -1;
 	o->len = 0;
 	return 0;
