@@ -29,6 +29,7 @@
 #include "select.h"
 #include "session.h"
 #include "sni.h"
+#include "tcpopt.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #define CONNPOOL_MAX	0		/* ASan sees every use after free */
@@ -711,6 +712,8 @@ conn_connect_next(struct eg_conn *c)
 		if (fd == -1)
 			continue;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (eg_sa_loopback((struct sockaddr *)ss))
+			eg_tcp_local(fd);	/* a leg inside this host */
 		if (connect(fd, (struct sockaddr *)ss, sa_len(ss)) == -1 &&
 		    errno != EINPROGRESS) {
 			close(fd);

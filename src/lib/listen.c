@@ -17,6 +17,7 @@
 #include "cfg.h"
 #include "listen.h"
 #include "proxy.h"
+#include "tcpopt.h"
 
 static int
 bind_tcp(struct eg_lsock *ls, const struct eg_listen *l, struct eg_err *err)
@@ -31,6 +32,9 @@ bind_tcp(struct eg_lsock *ls, const struct eg_listen *l, struct eg_err *err)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* accepted sockets inherit it: no setsockopt per connection */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* and its congestion control: unpaced when only this host reaches it */
+	if (eg_sa_loopback((const struct sockaddr *)&l->ss))
+		eg_tcp_local(fd);
 	if (l->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)&l->ss, l->sslen) == -1 ||
@@ -301,8 +305,11 @@ eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err)
 	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1)
 		return eg_err_set(err, errno, "descriptor %d: fcntl: %s", fd,
 		    strerror(errno));
-	if (ls->kind == EG_LISTEN_TCP)
+	if (ls->kind == EG_LISTEN_TCP) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (eg_sa_loopback((const struct sockaddr *)&ls->ss))
+			eg_tcp_local(fd);
+	}
 	if ((ls->text = eg_strdup(text)) == NULL)
 		return eg_err_set(err, ENOMEM, "out of memory");
 	ls->fd = fd;
