@@ -20,8 +20,18 @@
 # (runnable, waiting for a CPU), and the CPUs' idle time ("bulksched" lines;
 # "other" is everything else on the machine).
 #
-# Tunables: EGRESSD, REPS (3), DUR (4), PORT_BASE (23300), LAYOUTS
-# ("free cpu0"), PROXIES ("direct floor egressd"), SCHED (1), BENCH_TMP.
+# The host's default congestion control matters (bbr paces every segment
+# with a timer, even on loopback; egressd's own loopback legs do not pace,
+# see egressd(8)): each line names it (cc=), with its count of TCP
+# retransmissions and zero-window announcements per GB (nstat: the whole
+# machine's, which is this run's on a quiet one).  CCS="bbr cubic" runs
+# every repetition under each default in turn (root: it sets
+# net.ipv4.tcp_congestion_control, and puts the old value back at exit).
+# EGRESSD2=BINARY adds "egressd2", a second egressd build (before/after).
+#
+# Tunables: EGRESSD, EGRESSD2, REPS (3), DUR (4), PORT_BASE (23300),
+# LAYOUTS ("free cpu0"), PROXIES ("direct floor egressd", plus egressd2),
+# CCS (the current default), SCHED (1), BENCH_TMP.
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +40,11 @@ REPS=${REPS:-3}
 DUR=${DUR:-4}
 PORT_BASE=${PORT_BASE:-23300}
 LAYOUTS=${LAYOUTS:-"free cpu0"}
-PROXIES=${PROXIES:-"direct floor egressd"}
+EGRESSD2=${EGRESSD2:-}
+PROXIES=${PROXIES:-"direct floor egressd${EGRESSD2:+ egressd2}"}
+CC_SYSCTL=/proc/sys/net/ipv4/tcp_congestion_control
+cc0=$(cat "$CC_SYSCTL")
+CCS=${CCS:-$cc0}
 SCHED=${SCHED:-1}
 P_SOURCE=$PORT_BASE
 P_EGRESSD=$((PORT_BASE + 10))
@@ -42,6 +56,7 @@ tmp=$(mktemp -d "${BENCH_TMP:-/tmp}/egressd-bulkprof.XXXXXX") || exit 2
 up_pid=
 px_pid=
 cleanup() {
+	[ "$(cat "$CC_SYSCTL")" = "$cc0" ] || echo "$cc0" >"$CC_SYSCTL"
 	[ -n "$px_pid" ] && { kill -TERM "$px_pid"; wait "$px_pid"; } 2>/dev/null
 	[ -n "$up_pid" ] && { kill -TERM "$up_pid"; wait "$up_pid"; } 2>/dev/null
 	rm -rf "$tmp"
@@ -80,7 +95,20 @@ ncpu=$(nproc)
 have_perf=0
 perf stat -e syscalls:sys_enter_splice -- true >/dev/null 2>&1 && have_perf=1
 
+# nstat_gb BYTES: retransmitted segments and zero-window announcements
+# since the last call, per GB moved
+nstat_gb() {
+	nstat 2>/dev/null | awk -v b="$1" '
+		$1 == "TcpRetransSegs" { r = $2 }
+		$1 == "TcpExtTCPToZeroWindowAdv" { z = $2 }
+		END { g = b / 1e9; if (g <= 0) g = 1
+		      printf " retrans_per_gb=%.1f zerowin_per_gb=%.1f",
+		          r / g, z / g }'
+}
+
 for rep in $(seq 1 "$REPS"); do
+for cc in $CCS; do
+[ "$(cat "$CC_SYSCTL")" = "$cc" ] || echo "$cc" >"$CC_SYSCTL" || exit 2
 for layout in $LAYOUTS; do
 for px in $PROXIES; do
 	pin=
@@ -93,6 +121,9 @@ for px in $PROXIES; do
 	egressd) $pin "$EGRESSD" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
 		px_pid=$!; wait_port "$P_EGRESSD"
 		via="--proxy tcp:127.0.0.1:$P_EGRESSD"; tgt=bench.test:$P_SOURCE ;;
+	egressd2) $pin "$EGRESSD2" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
+		px_pid=$!; wait_port "$P_EGRESSD"
+		via="--proxy tcp:127.0.0.1:$P_EGRESSD"; tgt=bench.test:$P_SOURCE ;;
 	esac
 	if [ "$layout" = cpu0 ]; then
 		taskset -a -p -c 0 "$up_pid" >/dev/null
@@ -102,22 +133,23 @@ for px in $PROXIES; do
 	pidarg=
 	[ -n "$px_pid" ] && pidarg="--pid $px_pid"
 	cnt=
-	if [ "$px" = egressd ] && [ "$layout" = free ] && [ "$have_perf" = 1 ]
+	if [ "${px#egressd}" != "$px" ] && [ "$layout" = free ] && [ "$have_perf" = 1 ]
 	then
 		# over the loadgen's whole run (its setup is a few ms)
 		perf stat -x, -e syscalls:sys_enter_splice,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl,context-switches \
 		    -p "$px_pid" -- sleep "$DUR" 2>"$tmp/perf.out" >/dev/null &
 		cnt=$!
 	fi
+	nstat -n 2>/dev/null
 	# shellcheck disable=SC2086
 	out=$($pin "$here/loadgen" $via --target "$tgt" --mode bulk \
 	    --concurrency 1 --duration "$DUR" $pidarg \
 	    --upstream-pid "$up_pid" --label "$px")
-	extra=
+	extra=$(nstat_gb "$(echo "$out" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p')")
 	if [ -n "$cnt" ]; then
 		wait "$cnt"
 		mb=$(echo "$out" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p')
-		extra=$(awk -F, -v mb="$mb" '
+		extra=$extra$(awk -F, -v mb="$mb" '
 			{ v[$3] = $1 }
 			END {
 				m = mb / 1e6
@@ -135,17 +167,17 @@ for px in $PROXIES; do
 			}' "$tmp/perf.out")
 	fi
 	echo "$out" | awk -v layout="$layout" -v rep="$rep" -v ncpu="$ncpu" \
-	    -v extra="$extra" '{
+	    -v extra="$extra" -v cc="$cc" -v px="$px" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 		mb = f["bytes"] / 1e6
 		up = f["up_cpu_ms"] * 1000 / mb
 		lg = f["lg_cpu_ms"] * 1000 / mb
 		pr = ("proxy_cpu_ms" in f) ? f["proxy_cpu_ms"] * 1000 / mb : 0
 		sum = up + lg + pr
-		printf "bulkprof rep=%d layout=%s proxy=%s mb_per_s=%.0f " \
+		printf "bulkprof rep=%d cc=%s layout=%s proxy=%s mb_per_s=%.0f " \
 		    "up_us_per_mb=%.0f proxy_us_per_mb=%.0f lg_us_per_mb=%.0f " \
 		    "sum_us_per_mb=%.0f cpus_used=%.2f ceiling_mb_per_s=%.0f%s\n",
-		    rep, layout, f["proxy"], f["mb_per_s"], up, pr, lg, sum,
+		    rep, cc, layout, px, f["mb_per_s"], up, pr, lg, sum,
 		    sum * f["mb_per_s"] / 1e6,
 		    (layout == "cpu0" ? 1 : ncpu) * 1e6 / sum, extra
 	}'
@@ -156,9 +188,11 @@ for px in $PROXIES; do
 done
 done
 done
+done
 
 # --- does the free layout wait? -------------------------------------------
 [ "$have_perf" = 1 ] && [ "$SCHED" = 1 ] || exit 0
+[ "$(cat "$CC_SYSCTL")" = "$cc0" ] || echo "$cc0" >"$CC_SYSCTL"
 taskset -a -p -c "0-$((ncpu - 1))" "$up_pid" >/dev/null
 for px in direct egressd; do
 	if [ "$px" = egressd ]; then
