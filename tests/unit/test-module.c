@@ -248,7 +248,8 @@ main(void)
 		int bad[4] = { 0 }, k;
 
 		for (k = 0; k < 4; k++)
-			(void)pthread_create(&t[k], NULL, modules_reader, &bad[k]);
+			(void)pthread_create(&t[k], NULL, modules_reader,
+			    &bad[k]);
 		for (k = 0; k < 4; k++)
 			(void)pthread_join(t[k], NULL);
 		is_int(bad[0] + bad[1] + bad[2] + bad[3], 0, "egress_modules() "
