@@ -29,11 +29,13 @@ libjansson-dev git libpsl-dev \
 libsystemd-dev systemd logrotate prometheus"
 
 # The integration tests that run several workers against each other (and
-# reloads and phase switches against them): the ThreadSanitizer tree runs
-# these and the unit tests.  Names not (yet) in Makefile.am are left out.
+# reloads and phase switches against them, and egressd replay -j's job
+# threads, forking keepers while its proxy runs): the ThreadSanitizer tree
+# runs these and the unit tests.  Names not (yet) in Makefile.am are left
+# out.
 TSAN_TESTS="tests/integ/stress.test tests/integ/phase-load.test \
 tests/integ/concurrency.test tests/integ/admin.test \
-tests/integ/reload-storm.test"
+tests/integ/reload-storm.test tests/integ/replay-net.test"
 
 # packaging (ops-pkg): the Debian package's Build-Depends and tools, the
 # Debian 12 root of debpkg.test, the completion test's shells, jq for

@@ -263,9 +263,11 @@ eg_io_set_fd(struct eg_io *io, int fd)
 void
 eg_io_forget(struct eg_loop *loop, struct eg_io *io)
 {
-	io->added = 0;
-	io->events = 0;
-	io->dropped = loop->batch;
+	/* close() alone leaves the registration in place while another
+	 * process holds a copy of the fd (a fork()ed child of the embedding
+	 * program, before its exec): epoll would go on reporting the file
+	 * to io after io is freed or reused */
+	eg_io_del(loop, io);
 }
 
 /* --- timers: binary min-heap on (when), slots are 1-based --------------- */

@@ -58,10 +58,12 @@ void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
 int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
 void		 eg_io_del(struct eg_loop *, struct eg_io *);
 /*
- * The fd is about to be closed (and was never dup'ed): closing removes it
- * from epoll, so only forget the registration, without a system call.
- * Whatever the current batch still holds for io is dropped, even if io
- * is given a new fd meanwhile (so are eg_io_del()'s).
+ * The fd is about to be closed: its registration goes (eg_io_del(); not
+ * left to close(), which keeps it while a fork()ed child of the program
+ * that embeds the library holds a copy of the fd, so that epoll would
+ * report the old file to io after io is freed or reused).  Whatever the
+ * current batch still holds for io is dropped, even if io is given a new
+ * fd meanwhile (so are eg_io_del()'s).
  */
 void		 eg_io_forget(struct eg_loop *, struct eg_io *);
 /* A forgotten or deleted io takes a new fd; unlike eg_io_init(), events

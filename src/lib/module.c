@@ -87,18 +87,28 @@ eg_module_audit_ops(void)
 
 /* --- public ------------------------------------------------------------------ */
 
-const char *const *
-egress_modules(void)
+static const char *mod_names[EG_MODULES_MAX + 1];
+static pthread_once_t mod_names_once = PTHREAD_ONCE_INIT;
+
+static void
+mod_names_fill(void)
 {
-	static const char *names[EG_MODULES_MAX + 1];
 	size_t i, n = 0;
 
 	for (i = 0; eg_module_table[i].name != NULL && n < EG_MODULES_MAX;
 	    i++)
 		if (eg_module_table[i].mod != NULL)
-			names[n++] = eg_module_table[i].name;
-	names[n] = NULL;
-	return names;
+			mod_names[n++] = eg_module_table[i].name;
+	mod_names[n] = NULL;
+}
+
+/* Filled once: callers on several threads (the admin API's, one per
+ * connection) read it while no one writes it. */
+const char *const *
+egress_modules(void)
+{
+	(void)pthread_once(&mod_names_once, mod_names_fill);
+	return mod_names;
 }
 
 int

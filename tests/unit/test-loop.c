@@ -4,12 +4,18 @@
  * a new fd (a kept-alive client's next upstream reuses its eg_io).  And
  * timers under out of memory (eg_alloc_fail_at()): reserved timers arm
  * without allocating, a failed reservation changes nothing, and a failed
- * arm says so instead of leaving the timer silently disarmed.
+ * arm says so instead of leaving the timer silently disarmed.  And an
+ * io forgotten and closed while another process holds a copy of its fd
+ * (a fork()ed child before its exec: egressd replay -j forks keepers
+ * while its proxy runs) hears nothing more of the old socket, also once
+ * the io struct is given a new fd (a pooled connection reused; without
+ * the pool, freed memory: ASan's heap-use-after-free in eg_loop_run).
  */
 #include "egress-int.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <unistd.h>
 
@@ -139,6 +145,85 @@ stop(void *arg)
 	eg_loop_break(t->loop);
 }
 
+/* --- a forgotten fd that a forked child still holds ------------------- */
+
+struct f {
+	struct eg_loop	*loop;
+	struct eg_io	 x;
+	int		 heard, spurious;
+};
+
+static void
+x_cb(void *arg, uint32_t events)
+{
+	struct f *f = arg;
+	char c;
+
+	(void)events;
+	f->heard++;
+	if (recv(f->x.fd, &c, 1, 0) != 1)
+		f->spurious++;		/* nothing to read on the new fd */
+}
+
+static void
+f_stop(void *arg)
+{
+	eg_loop_break(arg);
+}
+
+static void
+forget_shared(void)
+{
+	struct f f;
+	struct eg_timer tm;
+	struct eg_err err;
+	int oldp[2], newp[2], hold[2], st;
+	pid_t pid;
+	char c;
+
+	memset(&f, 0, sizeof(f));
+	if ((f.loop = eg_loop_new(&err)) == NULL ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, oldp) == -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, newp) == -1 ||
+	    pipe(hold) == -1) {
+		ok(0, "loop, socketpairs and pipe for the fork test");
+		return;
+	}
+	eg_io_init(&f.x, oldp[0], x_cb, &f);
+	eg_io_set(f.loop, &f.x, EPOLLIN);
+	/* the child holds copies of every fd until told to go */
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		close(hold[1]);
+		while (read(hold[0], &c, 1) == -1)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	ok(pid > 0, "a child holds a copy of the registered fd");
+	/* the connection ends; its struct is reused for another socket */
+	eg_io_forget(f.loop, &f.x);
+	close(oldp[0]);
+	eg_io_set_fd(&f.x, newp[0]);
+	eg_io_set(f.loop, &f.x, EPOLLIN);
+	/* the old socket's peer speaks: its file lives on in the child */
+	(void)send(oldp[1], "o", 1, 0);
+	eg_timer_init(&tm, f_stop, f.loop);
+	eg_timer_arm(f.loop, &tm, 200);
+	ok(eg_loop_run(f.loop) == 0, "the loop ran");
+	is_int(f.spurious, 0, "no event of the forgotten socket reached the "
+	    "io's new fd");
+	is_int(f.heard, 0, "... nor any event at all");
+	close(hold[1]);
+	if (pid > 0)
+		(void)waitpid(pid, &st, 0);
+	eg_io_del(f.loop, &f.x);
+	close(oldp[1]);
+	close(newp[0]);
+	close(newp[1]);
+	eg_loop_free(f.loop);
+}
+
 int
 main(void)
 {
@@ -179,5 +264,6 @@ main(void)
 	eg_loop_free(t.loop);
 
 	timers_oom();
+	forget_shared();
 	return done_testing();
 }

@@ -205,6 +205,23 @@ wait_for(unsigned *p, unsigned want)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* egress_modules() from several threads at once (the admin API's):
+ * ThreadSanitizer saw the static array written by each call */
+static void *
+modules_reader(void *arg)
+{
+	const char *const *names;
+	int i, *bad = arg;
+
+	for (i = 0; i < 200; i++) {
+		names = egress_modules();
+		if (names[0] == NULL || strcmp(names[0], "fake") != 0 ||
+		    names[1] != NULL)
+			(*bad)++;
+	}
+	return NULL;
+}
+
 int
 main(void)
 {
@@ -226,6 +243,18 @@ main(void)
 	ok(names[0] != NULL && strcmp(names[0], "fake") == 0 &&
 	    names[1] == NULL, "egress_modules() lists the compiled-in "
 	    "modules only");
+	{
+		pthread_t t[4];
+		int bad[4] = { 0 }, k;
+
+		for (k = 0; k < 4; k++)
+			(void)pthread_create(&t[k], NULL, modules_reader,
+			    &bad[k]);
+		for (k = 0; k < 4; k++)
+			(void)pthread_join(t[k], NULL);
+		is_int(bad[0] + bad[1] + bad[2] + bad[3], 0, "egress_modules() "
+		    "from four threads at once: the same list each time");
+	}
 	argv[0] = "fakecmd";
 	argv[1] = "x";
 	argv[2] = NULL;
