@@ -229,6 +229,16 @@ eg_io_set(struct eg_loop *loop, struct eg_io *io, uint32_t events)
 
 	if (io->added && io->events == events)
 		return 0;
+	/*
+	 * No interest leaves epoll rather than stay with an empty mask:
+	 * epoll reports EPOLLHUP and EPOLLERR whatever the mask, so a muted
+	 * socket that is reset would be reported on every round (a busy
+	 * loop), and the close that follows needs no second call.
+	 */
+	if (events == 0) {
+		eg_io_del(loop, io);
+		return 0;
+	}
 	memset(&ev, 0, sizeof(ev));
 	ev.events = events;
 	ev.data.ptr = io;

@@ -54,7 +54,9 @@ uint64_t	 eg_clock_ms(void);			/* monotonic, ms */
 uint64_t	 eg_clock_us(void);			/* monotonic, us */
 
 void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
-/* Set the interest of io to events (0 removes it from epoll). */
+/* Set the interest of io to events; 0 removes it from epoll (as
+ * eg_io_del(): HUP and ERR, which epoll reports whatever the mask, are
+ * not heard either). */
 int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
 void		 eg_io_del(struct eg_loop *, struct eg_io *);
 /*
