@@ -4,10 +4,10 @@
  * BBR, a common fleet default, paces every segment with a timer so as not
  * to overrun a queue on the path.  Between two ends on one host there is
  * no such queue, yet Linux paces loopback connections all the same, and a
- * bulk tunnel then waits on those timers: through one tunnel, egressd's
- * leg to a client on 127.0.0.1 cost 350 us of CPU per MB paced against
- * 175 unpaced, at 0.6x the throughput (doc/PERFORMANCE.md, "One bulk
- * tunnel").  So the legs egressd owns inside this host (its loopback
+ * bulk tunnel then waits on those timers: on a bbr host, unpaced, one
+ * tunnel went from 0.65-0.76x to 0.97-1.10x a direct connection and
+ * egressd's CPU per MB from 216-299 us to 130-182 (doc/PERFORMANCE.md,
+ * "The wait, found").  So the legs egressd owns inside this host (its loopback
  * listeners, whose accepted sockets inherit the listener's choice, and
  * connections to a loopback upstream) use cubic, Linux's own default,
  * when the host's default is something else.  The legs that leave the

@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +50,6 @@
 	    (rng), (prng))
 #define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
 #endif
-
-static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char seal_usage[] =
 "usage: egressd record seal [--key KEY] DIR\n";
@@ -577,13 +574,9 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	}
 	if ((steps = steps_part(dirfd, public, err, errlen)) == NULL)
 		goto out;
-	/* egress_modules() refills a static array: replay seals from
-	 * several job threads at once */
 	mods = json_array();
-	pthread_mutex_lock(&modules_lock);
 	for (m = egress_modules(); *m != NULL; m++)
 		json_array_append_new(mods, json_string(*m));
-	pthread_mutex_unlock(&modules_lock);
 	rec = json_pack("{s:i,s:{s:s,s:o},s:o,s:s,s:s,s:o,s:{s:s,s:I,s:s},"
 	    "s:b}",
 	    "egressd_record", 1,

@@ -380,7 +380,7 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 	siginfo_t si;
 	struct timespec ts = { 0, RP_POLL_MS * 1000000L };
 	size_t next = 0, running = 0, i, finished = 0;
-	int rc = RP_EX_OK, sig;
+	int rc = RP_EX_OK, sig, e;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -388,9 +388,9 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 	sigaddset(&mask, SIGUSR1);
 	while (finished < n) {
 		while (running < max && next < n) {
-			if (pthread_create(&jobs[next]->tid, NULL, eg_rp_job_main,
-			    jobs[next]) != 0) {
-				eg_rp_warn("thread: %s", strerror(errno));
+			if ((e = pthread_create(&jobs[next]->tid, NULL,
+			    eg_rp_job_main, jobs[next])) != 0) {
+				eg_rp_warn("thread: %s", strerror(e));
 				jobs[next]->exit = RP_EX_RUNTIME;
 				atomic_store(&jobs[next]->done, 1);
 				finished++;
