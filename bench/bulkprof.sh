@@ -118,10 +118,10 @@ for px in $PROXIES; do
 	floor)	$pin "$here/floor" --listen "$P_FLOOR" >/dev/null 2>&1 &
 		px_pid=$!; wait_port "$P_FLOOR"
 		via="--proxy tcp:127.0.0.1:$P_FLOOR"; tgt=127.0.0.1:$P_SOURCE ;;
-	egressd) $pin "$EGRESSD" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
-		px_pid=$!; wait_port "$P_EGRESSD"
-		via="--proxy tcp:127.0.0.1:$P_EGRESSD"; tgt=bench.test:$P_SOURCE ;;
-	egressd2) $pin "$EGRESSD2" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
+	egressd|egressd2)
+		bin=$EGRESSD
+		[ "$px" = egressd2 ] && bin=$EGRESSD2
+		$pin "$bin" -c "$tmp/egressd.ini" >/dev/null 2>&1 &
 		px_pid=$!; wait_port "$P_EGRESSD"
 		via="--proxy tcp:127.0.0.1:$P_EGRESSD"; tgt=bench.test:$P_SOURCE ;;
 	esac

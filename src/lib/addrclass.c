@@ -164,6 +164,15 @@ eg_sa_private(const struct sockaddr *sa)
 }
 
 int
+eg_sa_loopback(const struct sockaddr *sa)
+{
+	const char *r = eg_sa_private(sa);
+
+	return r != NULL && (strcmp(r, "loopback") == 0 ||
+	    strcmp(r, "mapped:loopback") == 0);
+}
+
+int
 eg_addr_v4_embedded(const struct in6_addr *a6, struct in_addr *v4)
 {
 	uint32_t a = 0;

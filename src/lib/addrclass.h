@@ -19,6 +19,11 @@ const char	*eg_addr_private(int af, const void *addr);
 /* The same for a socket address (AF_INET or AF_INET6; others: "family"). */
 const char	*eg_sa_private(const struct sockaddr *sa);
 
+/* sa is on this host's loopback: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104
+ * (eg_sa_private()'s "loopback" and "mapped:loopback"; NAT64 and the other
+ * embeddings leave the host). */
+int		 eg_sa_loopback(const struct sockaddr *sa);
+
 /*
  * If a6 embeds an IPv4 address (mapped ::ffff:0:0/96, compatible ::/96
  * except :: and ::1, NAT64 64:ff9b::/96, 6to4 2002::/16), store it in *v4

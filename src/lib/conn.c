@@ -16,6 +16,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "alloc.h"
 #include "audit.h"
 #include "conn-int.h"
@@ -265,7 +266,7 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
 		    status, text);
 	if (c->uio.fd != -1) {
-		eg_io_forget(c->w->loop, &c->uio);
+		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -732,7 +733,7 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	char body[512];
 
 	if (c->uio.fd != -1) {
-		eg_io_forget(c->w->loop, &c->uio);
+		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -850,7 +851,7 @@ conn_do_connecting(struct eg_conn *c)
 		conn_connected(c);
 		return EG_IO_OK;
 	}
-	eg_io_forget(c->w->loop, &c->uio);
+	eg_io_del(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	if (conn_connect_next(c) == EG_IO_OK)
@@ -959,7 +960,7 @@ void
 eg_conn_reset_for_next(struct eg_conn *c)
 {
 	conn_emit_close(c, EG_END_DONE);
-	eg_io_forget(c->w->loop, &c->uio);
+	eg_io_del(c->w->loop, &c->uio);
 	close(c->uio.fd);
 	c->uio.fd = -1;
 	eg_free(c->f);
@@ -990,12 +991,12 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 		eg_timer_unreserve(w->loop, 1);
 	c->tres = 0;
 	if (c->cio.fd != -1) {
-		eg_io_forget(c->w->loop, &c->cio);
+		eg_io_del(c->w->loop, &c->cio);
 		close(c->cio.fd);
 		c->cio.fd = -1;
 	}
 	if (c->uio.fd != -1) {
-		eg_io_forget(c->w->loop, &c->uio);
+		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "addrclass.h"
 #include "cfg.h"
 #include "listen.h"
 #include "proxy.h"

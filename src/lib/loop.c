@@ -270,16 +270,6 @@ eg_io_set_fd(struct eg_io *io, int fd)
 	io->fd = fd;
 }
 
-void
-eg_io_forget(struct eg_loop *loop, struct eg_io *io)
-{
-	/* close() alone leaves the registration in place while another
-	 * process holds a copy of the fd (a fork()ed child of the embedding
-	 * program, before its exec): epoll would go on reporting the file
-	 * to io after io is freed or reused */
-	eg_io_del(loop, io);
-}
-
 /* --- timers: binary min-heap on (when), slots are 1-based --------------- */
 
 static void

@@ -58,18 +58,17 @@ void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
  * eg_io_del(): HUP and ERR, which epoll reports whatever the mask, are
  * not heard either). */
 int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
-void		 eg_io_del(struct eg_loop *, struct eg_io *);
 /*
- * The fd is about to be closed: its registration goes (eg_io_del(); not
- * left to close(), which keeps it while a fork()ed child of the program
- * that embeds the library holds a copy of the fd, so that epoll would
- * report the old file to io after io is freed or reused).  Whatever the
- * current batch still holds for io is dropped, even if io is given a new
- * fd meanwhile (so are eg_io_del()'s).
+ * Take io out of epoll; call it before closing io's fd too.  close()
+ * alone keeps the registration while a fork()ed child of the program that
+ * embeds the library holds a copy of the fd, and epoll would then report
+ * the old file to io after io is freed or reused.  Whatever the current
+ * batch still holds for io is dropped, even if io is given a new fd
+ * meanwhile.
  */
-void		 eg_io_forget(struct eg_loop *, struct eg_io *);
-/* A forgotten or deleted io takes a new fd; unlike eg_io_init(), events
- * the batch still holds for the old one stay dropped. */
+void		 eg_io_del(struct eg_loop *, struct eg_io *);
+/* A deleted io takes a new fd; unlike eg_io_init(), events the batch
+ * still holds for the old one stay dropped. */
 void		 eg_io_set_fd(struct eg_io *, int fd);
 
 void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);

@@ -16,7 +16,6 @@
 #include "egress-int.h"
 
 #include <sys/socket.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -68,24 +67,4 @@ eg_tcp_local(int fd)
 	if (*local_cc != '\0')
 		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, local_cc,
 		    (socklen_t)strlen(local_cc));
-}
-
-int
-eg_sa_loopback(const struct sockaddr *sa)
-{
-	const struct sockaddr_in *sin;
-	const struct sockaddr_in6 *sin6;
-
-	switch (sa->sa_family) {
-	case AF_INET:
-		sin = (const struct sockaddr_in *)(const void *)sa;
-		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
-	case AF_INET6:
-		sin6 = (const struct sockaddr_in6 *)(const void *)sa;
-		return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
-		    (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
-		    sin6->sin6_addr.s6_addr[12] == 127);
-	default:
-		return 0;
-	}
 }

@@ -5,8 +5,6 @@
 #ifndef EG_TCPOPT_H
 #define EG_TCPOPT_H
 
-#include <sys/socket.h>
-
 /*
  * fd is a TCP socket (a listener, or one about to connect) whose peers
  * are on this host: when the host's default congestion control is not
@@ -15,8 +13,5 @@
  * had.  Errors are ignored: the socket works either way, only slower.
  */
 void	eg_tcp_local(int fd);
-
-/* sa is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104). */
-int	eg_sa_loopback(const struct sockaddr *sa);
 
 #endif

@@ -118,7 +118,7 @@ a_cb(void *arg, uint32_t events)
 	(void)events;
 	t->na++;
 	(void)recv(t->a.fd, &c, 1, 0);
-	eg_io_forget(t->loop, &t->b);
+	eg_io_del(t->loop, &t->b);
 	close(t->b.fd);
 	close(t->bpair[1]);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, t->bpair) ==
@@ -137,12 +137,11 @@ after(void *arg)
 	t->batches++;
 }
 
+/* ends a test's loop whatever happens (arg: the loop) */
 static void
 stop(void *arg)
 {
-	struct t *t = arg;
-
-	eg_loop_break(t->loop);
+	eg_loop_break(arg);
 }
 
 /* --- a forgotten fd that a forked child still holds ------------------- */
@@ -163,12 +162,6 @@ x_cb(void *arg, uint32_t events)
 	f->heard++;
 	if (recv(f->x.fd, &c, 1, 0) != 1)
 		f->spurious++;		/* nothing to read on the new fd */
-}
-
-static void
-f_stop(void *arg)
-{
-	eg_loop_break(arg);
 }
 
 static void
@@ -202,13 +195,13 @@ forget_shared(void)
 	close(hold[0]);
 	ok(pid > 0, "a child holds a copy of the registered fd");
 	/* the connection ends; its struct is reused for another socket */
-	eg_io_forget(f.loop, &f.x);
+	eg_io_del(f.loop, &f.x);
 	close(oldp[0]);
 	eg_io_set_fd(&f.x, newp[0]);
 	eg_io_set(f.loop, &f.x, EPOLLIN);
 	/* the old socket's peer speaks: its file lives on in the child */
 	(void)send(oldp[1], "o", 1, 0);
-	eg_timer_init(&tm, f_stop, f.loop);
+	eg_timer_init(&tm, stop, f.loop);
 	eg_timer_arm(f.loop, &tm, 200);
 	ok(eg_loop_run(f.loop) == 0, "the loop ran");
 	is_int(f.spurious, 0, "no event of the forgotten socket reached the "
@@ -247,7 +240,7 @@ main(void)
 	(void)send(apair[1], "x", 1, 0);
 	(void)send(t.bpair[1], "o", 1, 0);
 	eg_loop_set_after(t.loop, after, &t);
-	eg_timer_init(&t.stop, stop, &t);
+	eg_timer_init(&t.stop, stop, t.loop);
 	eg_timer_arm(t.loop, &t.stop, 300);
 	ok(eg_loop_run(t.loop) == 0, "the loop ran");
 	is_int(t.na, 1, "a's event was handled");

@@ -43,6 +43,10 @@
 
 extern const char eg_cfg_default_text[];
 
+/* the most of a plan's name that a session (and its socket, NAME.sock)
+ * takes: room for "-N" within RP_NAME_MAX */
+#define RP_SESS_NAME	56
+
 /* --- plans ------------------------------------------------------------------- */
 
 /*
@@ -273,12 +277,12 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 	}
 	for (i = 0; i < px->njobs; i++) {
 		j = px->jobs[i];
-		snprintf(j->session, sizeof(j->session), "%.56s",
-		    j->plan->name);
+		snprintf(j->session, sizeof(j->session), "%.*s",
+		    RP_SESS_NAME, j->plan->name);
 		for (k = 0; k < i; k++)
 			if (strcmp(px->jobs[k]->session, j->session) == 0)
 				snprintf(j->session, sizeof(j->session),
-				    "%.56s-%u", j->plan->name,
+				    "%.*s-%u", RP_SESS_NAME, j->plan->name,
 				    (unsigned)(i + 1) % 1000);
 		if (egress_session_create(px->ex, j->session,
 		    j->plan->steps[0].phase, need_tcp(j->plan) ? "127.0.0.1:0" :
@@ -327,13 +331,13 @@ proxy_dir(struct proxy *px)
 	const char *tmp;
 	size_t name;
 
-	/* DIR/.private/NAME.sock (NAME: at most 56 of the run's name, as in
-	 * proxy_start) and DIR/.private/proxy.sock must fit sun_path */
+	/* DIR/.private/NAME.sock (NAME: at most RP_SESS_NAME of the run's
+	 * name) and DIR/.private/proxy.sock must fit sun_path */
 	name = px->njobs == 1 ? strlen(px->jobs[0]->plan->name) : 0;
 	if (name < sizeof("proxy"))
 		name = sizeof("proxy");
-	if (name > 56)
-		name = 56;
+	if (name > RP_SESS_NAME)
+		name = RP_SESS_NAME;
 	if (px->njobs == 1 && strlen(px->jobs[0]->dir) + 1 + strlen(RP_PRIV) +
 	    1 + name + sizeof(".sock") <=
 	    sizeof(((struct sockaddr_un *)0)->sun_path) &&
@@ -766,7 +770,8 @@ eg_rp_resume(const char *dir, const char *key)
 	{
 		char s[RP_NAME_MAX + 8];
 
-		snprintf(s, sizeof(s), "%.56s.sock", j->plan->name);
+		snprintf(s, sizeof(s), "%.*s.sock", RP_SESS_NAME,
+		    j->plan->name);
 		if (!px.tmpdir)
 			(void)unlinkat(j->privfd, s, 0);
 	}
