@@ -20,9 +20,11 @@
  *	egress_free(ex);
  *
  * Conventions.  Functions returning int return 0 on success and -1 on
- * failure; the reason is then in egress_errmsg(ex).  The library never
- * exits, never prints, and never raises signals; diagnostics go to the
- * callback set with egress_set_log_cb() (none by default).  A function
+ * failure; the reason is then in egress_errmsg(ex), for the thread that
+ * made the call (each thread has its own, as with dlerror()).  The
+ * library never exits, never prints, and never raises signals;
+ * diagnostics go to the callback set with egress_set_log_cb() (none by
+ * default).  A function
  * that takes a callback never calls it when it returns an error.  All
  * strings passed in are copied.
  *
@@ -191,7 +193,11 @@ EGRESS_API void	egress_stop(struct egress *ex);
 /* Release everything (after egress_run() returned or egress_join()). */
 EGRESS_API void	egress_free(struct egress *ex);
 
-/* The last error on ex, never NULL. */
+/*
+ * The reason the calling thread's last failed call on ex failed, never
+ * NULL: "" when this thread's last failure was on another handle, or it
+ * had none.  Another thread's failures do not change it.
+ */
 EGRESS_API const char *egress_errmsg(struct egress *ex);
 
 /*

@@ -415,13 +415,13 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	if (eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
 	/* a reload that fails, for want of memory too, is a 422 (SPEC) */
-	if ((msg = eg_malloc(sizeof(ex->errmsg))) == NULL)
+	if ((msg = eg_malloc(EG_ERRMSG_MAX)) == NULL)
 		return reply(con, 422, "application/json", RELOAD_OOM,
 		    sizeof(RELOAD_OOM) - 1, NULL, NULL);
 	pthread_mutex_lock(&ad->mtx);
 	rc = egress_reload(ex, "admin");
 	if (rc == -1)
-		snprintf(msg, sizeof(ex->errmsg), "%s", egress_errmsg(ex));
+		snprintf(msg, EG_ERRMSG_MAX, "%s", egress_errmsg(ex));
 	pthread_mutex_unlock(&ad->mtx);
 	if (rc == -1) {
 		eg_buf_str(&j, "{\"errors\":[");

@@ -327,14 +327,14 @@ egress_adopt_fd(struct egress *ex, int fd, const char *role)
 	socklen_t len = sizeof(type);
 
 	if (ex->started) {
-		snprintf(ex->errmsg, sizeof(ex->errmsg), "sockets must be "
+		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "sockets must be "
 		    "adopted before egress_start()");
 		errno = EBUSY;
 		return -1;
 	}
 	if (role != NULL && strcmp(role, "admin") == 0) {
 		if (ex->admin_fd != -1) {
-			snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd "
+			snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd "
 			    "%d: the admin API already has a socket (fd %d)",
 			    fd, ex->admin_fd);
 			errno = EEXIST;
@@ -344,7 +344,7 @@ egress_adopt_fd(struct egress *ex, int fd, const char *role)
 		    type != SOCK_STREAM || (len = sizeof(acc),
 		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len)) ==
 		    -1 || !acc) {
-			snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd "
+			snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd "
 			    "%d (admin): not a listening stream socket", fd);
 			errno = EINVAL;
 			return -1;
@@ -354,19 +354,19 @@ egress_adopt_fd(struct egress *ex, int fd, const char *role)
 		return 0;
 	}
 	if (role == NULL || strcmp(role, "proxy") != 0) {
-		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd %d: unknown "
+		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd %d: unknown "
 		    "role '%s' (proxy or admin)", fd, role ? role : "(null)");
 		errno = EINVAL;
 		return -1;
 	}
 	if (ex->nadopt == EG_ADOPT_MAX) {
-		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt fd %d: more "
+		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd %d: more "
 		    "than %d proxy sockets", fd, EG_ADOPT_MAX);
 		errno = ENOSPC;
 		return -1;
 	}
 	if (eg_listen_adopt(&ls, fd, &err) == -1) {
-		snprintf(ex->errmsg, sizeof(ex->errmsg), "adopt: %s", err.msg);
+		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt: %s", err.msg);
 		errno = err.code;
 		return -1;
 	}

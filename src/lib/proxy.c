@@ -39,10 +39,25 @@ egress_version(void)
 	return PACKAGE_VERSION;
 }
 
+static __thread struct {
+	const struct egress	*ex;
+	char			 msg[EG_ERRMSG_MAX];
+} tl_err;
+
+char *
+eg_errbuf(struct egress *ex)
+{
+	if (tl_err.ex != ex) {
+		tl_err.ex = ex;
+		tl_err.msg[0] = '\0';
+	}
+	return tl_err.msg;
+}
+
 const char *
 egress_errmsg(struct egress *ex)
 {
-	return ex->errmsg;
+	return tl_err.ex == ex ? tl_err.msg : "";
 }
 
 static int
@@ -55,7 +70,7 @@ set_err(struct egress *ex, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ex->errmsg, sizeof(ex->errmsg), fmt, ap);
+	vsnprintf(eg_errbuf(ex), EG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -337,7 +352,7 @@ egress_check(struct egress *ex)
 	struct eg_errs errs = { 0 };
 
 	if (eg_cfg_check(ex->cfg, &errs) == -1 || errs.n > 0) {
-		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_join(&errs, eg_errbuf(ex), EG_ERRMSG_MAX);
 		eg_errs_clear(&errs);
 		return -1;
 	}
@@ -413,7 +428,7 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 	}
 	/* apply to a fresh copy first so a bad value changes nothing */
 	if ((cfg = proxy_parse(ex, &errs, 0)) == NULL) {
-		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_join(&errs, eg_errbuf(ex), EG_ERRMSG_MAX);
 		eg_errs_clear(&errs);
 		return -1;
 	}
@@ -466,7 +481,7 @@ egress_start(struct egress *ex)
 		return -1;
 	/* before any event: each phase gets its row of counters */
 	eg_metrics_register(ex->metrics, ex->cfg->phases, ex->cfg->nphases);
-	if (eg_modules_init(ex, ex->errmsg, sizeof(ex->errmsg)) == -1)
+	if (eg_modules_init(ex, eg_errbuf(ex), EG_ERRMSG_MAX) == -1)
 		return -1;
 	raise_nofile(ex);
 	ex->audit = eg_audit_open(ex->cfg->audit_log, ex->cfg->audit_json,
@@ -543,7 +558,7 @@ egress_run_thread(struct egress *ex)
 	pthread_mutex_unlock(&ex->ctl);
 	/* the ttl reaper; without it sessions only lack their ttl */
 	if (eg_sessions_run(ex) == -1)
-		eg_log(ex, EGRESS_LOG_WARN, "%s", ex->errmsg);
+		eg_log(ex, EGRESS_LOG_WARN, "%s", eg_errbuf(ex));
 	return 0;
 }
 
@@ -639,6 +654,8 @@ egress_free(struct egress *ex)
 	if (eg_alloc_stats(&nalloc, &failat))
 		eg_log(ex, EGRESS_LOG_INFO, "EGRESS_FAIL_ALLOC=%lu: %lu "
 		    "allocations counted", failat, nalloc);
+	if (tl_err.ex == ex)	/* a later handle may have its address */
+		tl_err.ex = NULL;
 	pthread_rwlock_destroy(&ex->lock);
 	pthread_mutex_destroy(&ex->ctl);
 	pthread_mutex_destroy(&ex->climtx);
@@ -789,7 +806,7 @@ egress_reload(struct egress *ex, const char *by)
 		return set_err(ex, "egress_start() first");
 	pthread_mutex_lock(&ex->ctl);
 	if ((cfg = proxy_parse(ex, &errs, 1)) == NULL) {
-		eg_errs_join(&errs, ex->errmsg, sizeof(ex->errmsg));
+		eg_errs_join(&errs, eg_errbuf(ex), EG_ERRMSG_MAX);
 		eg_errs_clear(&errs);
 		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);
@@ -809,8 +826,8 @@ egress_reload(struct egress *ex, const char *by)
 		return -1;
 	}
 	/* sessions on the configuration's phases keep theirs too */
-	if (eg_sessions_reload_check(ex, cfg, ex->errmsg,
-	    sizeof(ex->errmsg)) == -1) {
+	if (eg_sessions_reload_check(ex, cfg, eg_errbuf(ex),
+	    EG_ERRMSG_MAX) == -1) {
 		eg_cfg_unref(cfg);
 		eg_metrics_reload(ex->metrics, 0);
 		pthread_mutex_unlock(&ex->ctl);

@@ -175,8 +175,18 @@ struct eg_ovr { char *key, *value; };
 
 #define EG_ADOPT_MAX	64	/* egress_adopt_fd() proxy listeners */
 
+/*
+ * Error messages are the calling thread's, as dlerror()'s are: the API's
+ * session and phase functions may be called from several threads at once
+ * (replay's job threads do), so one buffer per handle would be written by
+ * one failing call while another's caller reads it.  eg_errbuf() is the
+ * calling thread's buffer for ex (emptied when its last failure was on
+ * another handle), EG_ERRMSG_MAX long.
+ */
+#define EG_ERRMSG_MAX	8192
+char	*eg_errbuf(struct egress *ex);
+
 struct egress {
-	char			 errmsg[8192];
 	char			*cfg_path;	/* NULL: text or default */
 	char			*cfg_text;
 	struct eg_ovr		*ovr;

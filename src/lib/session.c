@@ -41,7 +41,7 @@ set_err(struct egress *ex, int e, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ex->errmsg, sizeof(ex->errmsg), fmt, ap);
+	vsnprintf(eg_errbuf(ex), EG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	errno = e;
 	return -1;
@@ -1119,7 +1119,7 @@ eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 			continue;
 		}
 		if ((s = static_new(ex, cfg, cs)) == NULL) {
-			eg_log(ex, EGRESS_LOG_ERR, "reload: %s", ex->errmsg);
+			eg_log(ex, EGRESS_LOG_ERR, "reload: %s", eg_errbuf(ex));
 			continue;
 		}
 		pthread_rwlock_wrlock(&ex->lock);
