@@ -20,6 +20,7 @@
 #include "audit.h"
 #include "cfg.h"
 #include "host.h"
+#include "inilex.h"
 #include "policy.h"
 #include "shared.h"
 
@@ -157,8 +158,7 @@ struct parse {
 	struct eg_err	*err;
 	int		 nerr;
 
-	const char	*p, *end;	/* text not yet read */
-	int		 line;		/* of the line just read */
+	struct eg_ini	 ini;		/* the text, the line just read */
 
 	enum sect	 sect;
 	char		 sectname[408];	/* for messages */
@@ -169,7 +169,6 @@ struct parse {
 	int		 mod_line[EG_MODULES_MAX];	/* of its [NAME] */
 
 	char		 key[KEY_MAX + 1];	/* this line's whole key */
-	char		*longval;	/* a value too long for inih's buffer */
 	int		 seen[NKEYS];	/* line of a key's first use */
 	int		*pin_line;	/* per cfg->pins entry */
 };
@@ -206,7 +205,7 @@ perr_at(struct parse *ps, int line, const char *fmt, ...)
 	return -1;
 }
 
-#define perr(ps, ...)	perr_at((ps), (ps)->line, __VA_ARGS__)
+#define perr(ps, ...)	perr_at((ps), (ps)->ini.line, __VA_ARGS__)
 
 static int
 bad_value(struct parse *ps, const struct key *k, const char *val,
@@ -526,12 +525,12 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 			return bad_value(ps, k, val,
 			    "expected IPv4:PORT or [IPv6]:PORT");
 		return add_listen(ps, EG_LISTEN_TCP, val, &ss, sslen,
-		    ps->line);
+		    ps->ini.line);
 	case K_UNIX:
 		if (len >= sizeof(((struct sockaddr_un *)0)->sun_path))
 			return bad_value(ps, k, val, "path too long");
 		return add_listen(ps, EG_LISTEN_UNIX, val, NULL, 0,
-		    ps->line);
+		    ps->ini.line);
 	case K_ADMIN:
 		/* "none": no admin API (tests, egressd run) */
 		if (len == 4 && memcmp(val, "none", 4) == 0)
@@ -674,7 +673,7 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 	memcpy(na, addr, n * sizeof(*na));
 	np->addr = na;
 	np->naddr = n;
-	nl[cfg->npins] = ps->line;
+	nl[cfg->npins] = ps->ini.line;
 	cfg->npins++;
 	return 0;
 }
@@ -703,7 +702,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 			    ps->proxy_line);
 			return;
 		}
-		ps->proxy_line = ps->line;
+		ps->proxy_line = ps->ini.line;
 		ps->sect = SECT_PROXY;
 		return;
 	}
@@ -713,7 +712,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 			    ps->hosts_line);
 			return;
 		}
-		ps->hosts_line = ps->line;
+		ps->hosts_line = ps->ini.line;
 		ps->sect = SECT_HOSTS;
 		return;
 	}
@@ -749,7 +748,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 			perr(ps, "out of memory");
 			return;
 		}
-		np->line = ps->line;
+		np->line = ps->ini.line;
 		ps->phase = cfg->nphases++;
 		ps->sect = SECT_PHASE;
 		return;
@@ -789,7 +788,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 			perr(ps, "out of memory");
 			return;
 		}
-		ns->line = ps->line;
+		ns->line = ps->ini.line;
 		ps->sess = cfg->nsessions++;
 		ps->sect = SECT_SESSION;
 		return;
@@ -810,7 +809,7 @@ section_start(struct parse *ps, const char *name, size_t len)
 			    ms->name, ps->mod_line[i]);
 			return;
 		}
-		ps->mod_line[i] = ps->line;
+		ps->mod_line[i] = ps->ini.line;
 		ps->mod = i;
 		ps->sect = SECT_MODULE;
 		return;
@@ -825,127 +824,56 @@ valid_key_char(int c)
 	    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
-/*
- * The inih reader: hand over the next "key=value" line, or NULL at the
- * end.  Comments, blank lines and section headers are consumed here, so
- * inih's multi-line continuation, inline-comment and BOM settings never
- * come into play, an empty section is still seen, and the line number of
- * every key is known to the handler.  A line that would not fit inih's
- * buffer (num bytes with newline and NUL) is an error, never split.
- */
+/* The lines inilex.c hands over: a section, a refused line, a key. */
+static void
+ini_section(void *arg, const char *name, size_t len)
+{
+	section_start(arg, name, len);
+}
+
+static void
+ini_refused(void *arg, const char *msg, int header)
+{
+	struct parse *ps = arg;
+
+	if (header)
+		ps->sect = SECT_SKIP;
+	perr(ps, "%s", msg != NULL ? msg : "out of memory");
+}
+
+static int
+ini_key(void *arg, const struct eg_ini_line *l)
+{
+	struct parse *ps = arg;
+	char q[400];
+	size_t i;
+
+	for (i = 0; i < l->namelen; i++)
+		if (!valid_key_char((unsigned char)l->name[i]))
+			break;
+	if (l->namelen == 0 || l->namelen > KEY_MAX || i < l->namelen)
+		return perr(ps, "bad key name '%s'", quote(l->name,
+		    l->namelen, q, sizeof(q)));
+	if (l->valuelen > LINE_MAX_VALUE)
+		return perr(ps, "line too long (at most %d bytes of value)",
+		    LINE_MAX_VALUE);
+	/* the handler takes the key from here, so a long key ([hosts]
+	 * names) need not fit inih either */
+	memcpy(ps->key, l->name, l->namelen);
+	ps->key[l->namelen] = '\0';
+	return 0;
+}
+
+static const struct eg_ini_ops cfg_ini_ops = {
+	ini_section, ini_refused, ini_key
+};
+
+/* The inih reader: the next "key=value" line, or NULL at the end. */
 static char *
 cfg_reader(char *str, int num, void *arg)
 {
-	struct parse *ps = arg;
-	const char *s, *e, *nl, *c, *eq, *k, *ke, *v;
-	size_t i, klen, vlen;
-
-	for (;;) {
-		if (ps->p >= ps->end)
-			return NULL;
-		s = ps->p;
-		nl = memchr(s, '\n', (size_t)(ps->end - s));
-		e = nl != NULL ? nl : ps->end;
-		ps->p = nl != NULL ? nl + 1 : ps->end;
-		ps->line++;
-		/* a CRLF line end is a line end: a CRLF file reads as LF */
-		if (e > s && e[-1] == '\r')
-			e--;
-
-		if (ps->line == 1 && e - s >= 3 &&
-		    memcmp(s, "\xef\xbb\xbf", 3) == 0)
-			s += 3;
-		while (s < e && is_space(*s))
-			s++;
-		if (s == e || *s == ';' || *s == '#')
-			continue;
-		/* An inline comment starts at whitespace then ';'. */
-		for (c = s + 1; c < e; c++)
-			if (*c == ';' && is_space(c[-1]))
-				break;
-		e = c;
-		while (e > s && (is_space(e[-1]) || e[-1] == '\r'))
-			e--;
-		for (c = s; c < e; c++)
-			if ((unsigned char)*c < 0x20 && *c != '\t')
-				break;
-		if (c < e) {
-			perr(ps, "control character in line");
-			continue;
-		}
-		if (*s == '[') {
-			if (e[-1] != ']' || e - s < 2) {
-				perr(ps, "bad section header: missing ']'");
-				ps->sect = SECT_SKIP;
-				continue;
-			}
-			s++;
-			e--;
-			while (s < e && is_space(*s))
-				s++;
-			while (e > s && is_space(e[-1]))
-				e--;
-			section_start(ps, s, (size_t)(e - s));
-			continue;
-		}
-		eq = memchr(s, '=', (size_t)(e - s));
-		if (eq == NULL) {
-			perr(ps, "expected 'key = value' or '[section]'");
-			continue;
-		}
-		k = s;
-		ke = eq;
-		while (ke > k && is_space(ke[-1]))
-			ke--;
-		v = eq + 1;
-		while (v < e && is_space(*v))
-			v++;
-		klen = (size_t)(ke - k);
-		vlen = (size_t)(e - v);
-		for (i = 0; i < klen; i++)
-			if (!valid_key_char((unsigned char)k[i]))
-				break;
-		if (klen == 0 || klen > KEY_MAX || i < klen) {
-			char q[400];
-
-			perr(ps, "bad key name '%s'", quote(k, klen, q,
-			    sizeof(q)));
-			continue;
-		}
-		if (vlen > LINE_MAX_VALUE) {
-			perr(ps, "line too long (at most %d bytes of value)",
-			    LINE_MAX_VALUE);
-			continue;
-		}
-		memcpy(ps->key, k, klen);
-		ps->key[klen] = '\0';
-		eg_free(ps->longval);
-		ps->longval = NULL;
-		if (num < 8 || klen + 1 + vlen + 2 > (size_t)num) {
-			/*
-			 * inih would split this line: keep the value here and
-			 * give inih a marker that no real line can contain
-			 * (control characters are refused above).
-			 */
-			if ((ps->longval = eg_strndup(v, vlen)) == NULL) {
-				perr(ps, "out of memory");
-				continue;
-			}
-			v = "\001";
-			vlen = 1;
-			/* the handler takes the key from ps->key, so a long
-			 * key ([hosts] names) need not fit inih either */
-			k = "k";
-			klen = 1;
-		}
-		/* inih sees "key=value": nothing left for it to interpret. */
-		memcpy(str, k, klen);
-		str[klen] = '=';
-		memcpy(str + klen + 1, v, vlen);
-		str[klen + 1 + vlen] = '\n';
-		str[klen + 2 + vlen] = '\0';
-		return str;
-	}
+	return eg_ini_read(&((struct parse *)arg)->ini, str, num,
+	    &cfg_ini_ops, arg);
 }
 
 /* A key of a module's section: the module parses it. */
@@ -963,7 +891,7 @@ module_entry(struct parse *ps, const char *value)
 	ps->cfg->mod_cfg_owner[ps->mod] = m;
 	msg[0] = '\0';
 	if (m->config(&ps->cfg->mod_cfg[ps->mod], ps->key, value, ps->fname,
-	    ps->line, msg, sizeof(msg)) == -1)
+	    ps->ini.line, msg, sizeof(msg)) == -1)
 		perr(ps, "%s", msg[0] != '\0' ? msg : "bad key");
 }
 
@@ -990,7 +918,7 @@ session_entry(struct parse *ps, const char *key, const char *val)
 			    sizeof(q)));
 			return;
 		}
-		cs->phase_line = ps->line;
+		cs->phase_line = ps->ini.line;
 		if ((cs->phase = eg_strdup(val)) == NULL)
 			perr(ps, "out of memory");
 		return;
@@ -1023,7 +951,7 @@ session_entry(struct parse *ps, const char *key, const char *val)
 	l = &nl[cs->nlisten];
 	memset(l, 0, sizeof(*l));
 	l->kind = tcp ? EG_LISTEN_TCP : EG_LISTEN_UNIX;
-	l->line = ps->line;
+	l->line = ps->ini.line;
 	if (tcp) {
 		l->ss = ss;
 		l->sslen = sslen;
@@ -1053,8 +981,7 @@ cfg_handler(void *arg, const char *section, const char *name,
 
 	(void)section;
 	(void)name;
-	if (ps->longval != NULL && strcmp(value, "\001") == 0)
-		value = ps->longval;
+	value = eg_ini_value(&ps->ini, value);
 	switch (ps->sect) {
 	case SECT_NONE:
 		perr(ps, "key '%s' outside any section",
@@ -1088,7 +1015,7 @@ cfg_handler(void *arg, const char *section, const char *name,
 		return 1;
 	}
 	if (!ps->seen[ki])
-		ps->seen[ki] = ps->line;
+		ps->seen[ki] = ps->ini.line;
 	if (k->sect == KS_PHASE)
 		base = &ps->cfg->phases[ps->phase];
 	else
@@ -1226,8 +1153,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	memset(&ps, 0, sizeof(ps));
 	ps.fname = fname;
 	ps.errs = errs;
-	ps.p = text;
-	ps.end = text + len;
+	eg_ini_init(&ps.ini, text, len);
 	cfg = cfg_new(fname);
 	if (cfg == NULL) {
 		eg_errs_add(errs, "%s:0: out of memory", fname);
@@ -1239,8 +1165,8 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	if (rc != 0 && ps.nerr == 0)
 		perr(&ps, rc == -2 ? "out of memory" : "cannot parse line");
 
-	if (ps.line == 0)
-		ps.line = 1;
+	if (ps.ini.line == 0)
+		ps.ini.line = 1;
 	if (cfg->nphases == 0)
 		perr(&ps, "no phase defined: add a [phase:NAME] section");
 	else if (cfg->phase != NULL) {
@@ -1287,7 +1213,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
 	pins_finish(&ps);
 	eg_free(ps.pin_line);
-	eg_free(ps.longval);
+	eg_ini_clear(&ps.ini);
 	if (ps.nerr != 0) {
 		eg_cfg_unref(cfg);
 		return NULL;
@@ -1380,7 +1306,7 @@ eg_cfg_override(struct eg_cfg *cfg, const char *key, const char *value,
 	ps.cfg = cfg;
 	ps.fname = cfg->file;
 	ps.err = err;
-	ps.line = 0;
+	ps.ini.line = 0;
 	if (key == NULL || value == NULL)
 		return eg_err_set(err, EINVAL, "command line: missing value");
 	k = key_find(KS_PROXY, key);

@@ -573,6 +573,11 @@ test_syntax(void)
 	    "control character in line") == 0,
 	    "a CR that does not end a line is still a control character");
 	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\nallow = a.ex\177ample\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:2: "
+	    "control character in line") == 0,
+	    "DEL is a control character too (as in replay plans)");
+	eg_errs_clear(&errs);
 
 	cfg = parse_str("", &errs);
 	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0],

@@ -16,6 +16,7 @@
 #include <ini.h>
 
 #include "alloc.h"
+#include "inilex.h"
 #include "plan.h"
 
 #define ERRS_MAX	(64 * 1024)
@@ -26,15 +27,13 @@ enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
 struct parse {
 	const char	*file;
 	const char	*dir;
-	const char	*p, *end;
-	int		 line;
+	struct eg_ini	 ini;		/* the text, the line just read */
 	enum sect	 sect;
 	struct rp_plan	*plan;
 	struct rp_step	*step;
 	struct rp_errs	*errs;
 	const char	*(*getenv_fn)(const char *);
 	char		 key[64];
-	char		*longval;
 	/* lines where keys were seen, for duplicates and later checks */
 	int		 seen_replay[16];
 	int		 seen_step[16];
@@ -292,7 +291,7 @@ perr(struct parse *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	eg_rp_errs_add(ps->errs, ps->file, ps->line, "%s", msg);
+	eg_rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
 }
 
 static int
@@ -568,7 +567,7 @@ section_start(struct parse *ps, const char *s, size_t n)
 			ps->sect = S_SKIP;
 			return;
 		}
-		ps->seen_replay[15] = ps->line;
+		ps->seen_replay[15] = ps->ini.line;
 		ps->sect = S_REPLAY;
 		return;
 	}
@@ -611,7 +610,7 @@ section_start(struct parse *ps, const char *s, size_t n)
 			ps->sect = S_SKIP;
 			return;
 		}
-		st->line = ps->line;
+		st->line = ps->ini.line;
 		st->sandbox = RP_SB_DEFAULT;
 		pl->nsteps++;
 		ps->step = st;
@@ -642,7 +641,7 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 		    ps->seen_replay[i]);
 		return;
 	}
-	ps->seen_replay[i] = ps->line;
+	ps->seen_replay[i] = ps->ini.line;
 	if (strcmp(k, "name") == 0) {
 		if (!eg_rp_valid_name(v, strlen(v))) {
 			perr(ps, "name: '%s': 1 to 64 of A-Z a-z 0-9 . _ -, "
@@ -687,7 +686,7 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 			    quote(v, q, sizeof(q)));
 		else
 			pl->sandbox = b;
-		ps->sandbox_line = ps->line;
+		ps->sandbox_line = ps->ini.line;
 	} else if (strcmp(k, "env") == 0) {
 		parse_env(ps, v, &pl->env);
 	} else if (strcmp(k, "secrets") == 0) {
@@ -720,7 +719,7 @@ step_entry(struct parse *ps, const char *k, const char *v)
 		    ps->seen_step[i]);
 		return;
 	}
-	ps->seen_step[i] = ps->line;
+	ps->seen_step[i] = ps->ini.line;
 	if (strcmp(k, "phase") == 0) {
 		if (!eg_rp_valid_name(v, strlen(v))) {
 			perr(ps, "phase: '%s' is not a phase name",
@@ -730,12 +729,12 @@ step_entry(struct parse *ps, const char *k, const char *v)
 		eg_free(st->phase);
 		if ((st->phase = eg_strdup(v)) == NULL)
 			ps->oom = 1;
-		st->phase_line = ps->line;
+		st->phase_line = ps->ini.line;
 	} else if (strcmp(k, "run") == 0) {
 		eg_free(st->run);
 		if ((st->run = eg_strdup(v)) == NULL)
 			ps->oom = 1;
-		st->run_line = ps->line;
+		st->run_line = ps->ini.line;
 	} else if (strcmp(k, "shell") == 0) {
 		if ((b = parse_bool(v)) == -1)
 			perr(ps, "shell: '%s': want yes or no", quote(v, q,
@@ -780,8 +779,7 @@ handler(void *arg, const char *section, const char *name, const char *value)
 
 	(void)section;
 	(void)name;
-	if (ps->longval != NULL && strcmp(value, "\001") == 0)
-		value = ps->longval;
+	value = eg_ini_value(&ps->ini, value);
 	switch (ps->sect) {
 	case S_NONE:
 		perr(ps, "key '%s' outside any section", ps->key);
@@ -798,116 +796,64 @@ handler(void *arg, const char *section, const char *name, const char *value)
 	return 1;
 }
 
-static int
-is_space(char c)
+/* The lines inilex.c hands over: a section, a refused line, a key. */
+static void
+ini_section(void *arg, const char *name, size_t len)
 {
-	return c == ' ' || c == '\t';
+	section_start(arg, name, len);
 }
 
-/* One checked line for inih, "key=value\n"; sections handled here. */
+static void
+ini_refused(void *arg, const char *msg, int header)
+{
+	struct parse *ps = arg;
+
+	if (msg == NULL) {
+		ps->oom = 1;
+		return;
+	}
+	if (header)
+		ps->sect = S_SKIP;
+	perr(ps, "%s", msg);
+}
+
+static int
+ini_key(void *arg, const struct eg_ini_line *l)
+{
+	struct parse *ps = arg;
+	char q[400], t[128];
+	size_t i;
+
+	for (i = 0; i < l->namelen; i++)
+		if (!isalnum((unsigned char)l->name[i]) && l->name[i] != '_')
+			break;
+	if (l->namelen == 0 || l->namelen >= sizeof(ps->key) ||
+	    i < l->namelen) {
+		snprintf(t, sizeof(t), "%.*s", (int)(l->namelen & 0x7f),
+		    l->name);
+		perr(ps, "bad key name '%s'", quote(t, q, sizeof(q)));
+		return -1;
+	}
+	if (l->valuelen > VALUE_MAX) {
+		perr(ps, "line too long (at most %d bytes of value)",
+		    VALUE_MAX);
+		return -1;
+	}
+	memcpy(ps->key, l->name, l->namelen);
+	ps->key[l->namelen] = '\0';
+	return 0;
+}
+
+static const struct eg_ini_ops plan_ini_ops = {
+	ini_section, ini_refused, ini_key
+};
+
+/* The inih reader: the next "key=value" line, or NULL at the end. */
 static char *
 reader(char *str, int num, void *arg)
 {
-	struct parse *ps = arg;
-	const char *s, *e, *nl, *c, *eq, *k, *ke, *v;
-	size_t i, klen, vlen;
-
-	for (;;) {
-		if (ps->p >= ps->end)
-			return NULL;
-		s = ps->p;
-		nl = memchr(s, '\n', (size_t)(ps->end - s));
-		e = nl != NULL ? nl : ps->end;
-		ps->p = nl != NULL ? nl + 1 : ps->end;
-		ps->line++;
-		if (e > s && e[-1] == '\r')
-			e--;
-		if (ps->line == 1 && e - s >= 3 &&
-		    memcmp(s, "\xef\xbb\xbf", 3) == 0)
-			s += 3;
-		while (s < e && is_space(*s))
-			s++;
-		if (s == e || *s == ';' || *s == '#')
-			continue;
-		for (c = s + 1; c < e; c++)
-			if (*c == ';' && is_space(c[-1]))
-				break;
-		e = c;
-		while (e > s && is_space(e[-1]))
-			e--;
-		for (c = s; c < e; c++)
-			if (((unsigned char)*c < 0x20 && *c != '\t') ||
-			    *c == 0x7f)
-				break;
-		if (c < e) {
-			perr(ps, "control character in line");
-			continue;
-		}
-		if (*s == '[') {
-			if (e[-1] != ']' || e - s < 2) {
-				perr(ps, "bad section header: missing ']'");
-				ps->sect = S_SKIP;
-				continue;
-			}
-			s++;
-			e--;
-			while (s < e && is_space(*s))
-				s++;
-			while (e > s && is_space(e[-1]))
-				e--;
-			section_start(ps, s, (size_t)(e - s));
-			continue;
-		}
-		eq = memchr(s, '=', (size_t)(e - s));
-		if (eq == NULL) {
-			perr(ps, "expected 'key = value' or '[section]'");
-			continue;
-		}
-		k = s;
-		ke = eq;
-		while (ke > k && is_space(ke[-1]))
-			ke--;
-		v = eq + 1;
-		while (v < e && is_space(*v))
-			v++;
-		klen = (size_t)(ke - k);
-		vlen = (size_t)(e - v);
-		for (i = 0; i < klen; i++)
-			if (!isalnum((unsigned char)k[i]) && k[i] != '_')
-				break;
-		if (klen == 0 || klen >= sizeof(ps->key) || i < klen) {
-			char q[400], t[128];
-
-			snprintf(t, sizeof(t), "%.*s", (int)(klen & 0x7f), k);
-			perr(ps, "bad key name '%s'", quote(t, q, sizeof(q)));
-			continue;
-		}
-		if (vlen > VALUE_MAX) {
-			perr(ps, "line too long (at most %d bytes of value)",
-			    VALUE_MAX);
-			continue;
-		}
-		memcpy(ps->key, k, klen);
-		ps->key[klen] = '\0';
-		eg_free(ps->longval);
-		ps->longval = NULL;
-		if (num < 8 || klen + 1 + vlen + 2 > (size_t)num) {
-			if ((ps->longval = eg_strndup(v, vlen)) == NULL) {
-				ps->oom = 1;
-				continue;
-			}
-			v = "\001";
-			vlen = 1;
-			k = "k";
-			klen = 1;
-		}
-		memcpy(str, k, klen);
-		str[klen] = '=';
-		memcpy(str + klen + 1, v, vlen);
-		str[klen + 2 + vlen - 1] = '\n';
-		str[klen + 2 + vlen] = '\0';
-		return str;
-	}
+	return eg_ini_read(&((struct parse *)arg)->ini, str, num,
+	    &plan_ini_ops, arg);
 }
 
 void
@@ -985,8 +931,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	memset(&ps, 0, sizeof(ps));
 	ps.file = file;
 	ps.dir = dir;
-	ps.p = text;
-	ps.end = text + len;
+	eg_ini_init(&ps.ini, text, len);
 	ps.errs = errs;
 	ps.getenv_fn = getenv_fn;
 	if ((pl = eg_calloc(1, sizeof(*pl))) == NULL) {
@@ -1013,9 +958,9 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 			perr(&ps, rc == -2 ? "out of memory" :
 			    "cannot parse line");
 	}
-	eg_free(ps.longval);
-	if (ps.line == 0)
-		ps.line = 1;
+	eg_ini_clear(&ps.ini);
+	if (ps.ini.line == 0)
+		ps.ini.line = 1;
 
 	if (pl->name == NULL && pl->base != NULL) {
 		if (!eg_rp_valid_name(pl->base, strlen(pl->base)))
@@ -1035,7 +980,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	    (pl->config = eg_strdup(config_override)) == NULL)
 		ps.oom = 1;
 	if (pl->nsteps == 0)
-		eg_rp_errs_add(errs, file, ps.line, "no step: add a [step:NAME] "
+		eg_rp_errs_add(errs, file, ps.ini.line, "no step: add a [step:NAME] "
 		    "section");
 	if (pl->sandbox == RP_SB_BWRAP && !has_sandbox)
 		eg_rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
