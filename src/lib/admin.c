@@ -207,7 +207,8 @@ json_allow(struct eg_buf *j, const struct eg_phase *p)
 }
 
 static enum MHD_Result
-get_status(struct eg_admin *ad, struct MHD_Connection *con)
+get_status(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	const char *const *m;
@@ -217,6 +218,7 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 	int64_t up;
 	int failing;
 
+	(void)rq;
 	egress_phase(ex, phase, sizeof(phase));
 	eg_audit_health(ex->audit, &aerr, &failing);
 	up = eg_wall_ms() - ex->started_ms;
@@ -243,11 +245,13 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con)
 }
 
 static enum MHD_Result
-get_phase(struct eg_admin *ad, struct MHD_Connection *con)
+get_phase(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 
+	(void)rq;
 	pthread_rwlock_rdlock(&ex->lock);
 	eg_buf_str(&j, "{\"phase\":");
 	eg_buf_json_str(&j, ex->def.phase->name);
@@ -259,12 +263,14 @@ get_phase(struct eg_admin *ad, struct MHD_Connection *con)
 }
 
 static enum MHD_Result
-get_phases(struct eg_admin *ad, struct MHD_Connection *con)
+get_phases(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	size_t i;
 
+	(void)rq;
 	pthread_rwlock_rdlock(&ex->lock);
 	eg_buf_str(&j, "{\"phase\":");
 	eg_buf_json_str(&j, ex->def.phase->name);
@@ -373,7 +379,8 @@ parse_u64(const char *s, uint64_t *out)
 }
 
 static enum MHD_Result
-get_audit(struct eg_admin *ad, struct MHD_Connection *con)
+get_audit(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	const char *s;
 	uint64_t since = 0, limit = 100;
@@ -381,6 +388,7 @@ get_audit(struct eg_admin *ad, struct MHD_Connection *con)
 	size_t cap, n;
 	char *buf;
 
+	(void)rq;
 	s = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
 	if (s != NULL && parse_u64(s, &since) == -1)
 		return reply_err(con, 400, "since: expected a decimal seq",
@@ -402,7 +410,8 @@ get_audit(struct eg_admin *ad, struct MHD_Connection *con)
 }
 
 static enum MHD_Result
-post_reload(struct eg_admin *ad, struct MHD_Connection *con)
+post_reload(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
@@ -412,6 +421,7 @@ post_reload(struct eg_admin *ad, struct MHD_Connection *con)
 	size_t n, nerr = 0;
 	int rc;
 
+	(void)rq;
 	if (eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
 	/* a reload that fails, for want of memory too, is a 422 (SPEC) */
@@ -482,7 +492,8 @@ count_fds(void)
 }
 
 static enum MHD_Result
-get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
+get_metrics(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	struct eg_metrics_gauges g;
@@ -492,6 +503,7 @@ get_metrics(struct eg_admin *ad, struct MHD_Connection *con)
 	int64_t up;
 	int failing;
 
+	(void)rq;
 	egress_phase(ex, phase, sizeof(phase));
 	eg_audit_health(ex->audit, &g.audit_write_errors, &failing);
 	up = eg_wall_ms() - ex->started_ms;
@@ -606,11 +618,13 @@ list_one(struct eg_session *s, void *arg)
 }
 
 static enum MHD_Result
-get_sessions(struct eg_admin *ad, struct MHD_Connection *con)
+get_sessions(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
 	struct list_arg la = { ad->ex, &j, 0 };
 
+	(void)rq;
 	eg_buf_str(&j, "{\"sessions\":[");
 	eg_sessions_foreach(ad->ex, list_one, &la);
 	eg_buf_str(&j, "]}");
@@ -847,12 +861,14 @@ session_route(struct eg_admin *ad, struct MHD_Connection *con,
 
 /* 200 ok; 503 while the audit log is failing (its last write failed). */
 static enum MHD_Result
-healthz(struct eg_admin *ad, struct MHD_Connection *con)
+healthz(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	static const char bad[] = "audit log failing\n";
 	uint64_t n;
 	int failing;
 
+	(void)rq;
 	eg_audit_health(ad->ex->audit, &n, &failing);
 	if (failing)
 		return reply(con, 503, "text/plain; charset=utf-8", bad,
@@ -862,64 +878,71 @@ healthz(struct eg_admin *ad, struct MHD_Connection *con)
 }
 
 
+typedef enum MHD_Result route_fn(struct eg_admin *, struct MHD_Connection *,
+    struct req *);
+
+/* The routes with a fixed path: a handler per method, NULL for a 405. */
+static const struct route {
+	const char	*path;
+	int		 open;		/* answered without the bearer token */
+	route_fn	*get, *put, *post;
+} routes[] = {
+	{ "/healthz",		1, healthz,	 NULL,	    NULL },
+	{ "/v1/status",		0, get_status,	 NULL,	    NULL },
+	{ "/v1/phase",		0, get_phase,	 put_phase, NULL },
+	{ "/v1/phases",		0, get_phases,	 NULL,	    NULL },
+	{ "/v1/audit",		0, get_audit,	 NULL,	    NULL },
+	{ "/v1/reload",		0, NULL,	 NULL,	    post_reload },
+	{ "/v1/sessions",	0, get_sessions, NULL,	    post_session },
+	{ "/metrics",		0, get_metrics,	 NULL,	    NULL },
+};
+
+/* 405, naming the methods the route has ("use GET or PUT", Allow). */
+static enum MHD_Result
+not_allowed(struct MHD_Connection *con, const struct route *r)
+{
+	route_fn *const fns[] = { r->get, r->put, r->post };
+	static const char *const names[] = { "GET", "PUT", "POST" };
+	char msg[32], allow[32];	/* "use GET or PUT or POST" at most */
+	int nm, na = 0;
+	size_t i;
+
+	nm = snprintf(msg, sizeof(msg), "use");
+	allow[0] = '\0';
+	for (i = 0; i < nitems(fns); i++) {
+		if (fns[i] == NULL)
+			continue;
+		nm += snprintf(msg + nm, sizeof(msg) - (size_t)nm, "%s %s",
+		    na > 0 ? " or" : "", names[i]);
+		na += snprintf(allow + na, sizeof(allow) - (size_t)na, "%s%s",
+		    na > 0 ? ", " : "", names[i]);
+	}
+	return reply_err(con, 405, msg, "Allow", allow);
+}
+
 static enum MHD_Result
 dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
     enum method m, struct req *rq)
 {
-	if (strcmp(url, "/healthz") == 0) {
-		if (m != M_GET)
-			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return healthz(ad, con);
-	}
-	if (!authorized(ad, con))
+	const struct route *r = NULL;
+	route_fn *fn;
+	size_t i;
+
+	for (i = 0; i < nitems(routes) && r == NULL; i++)
+		if (strcmp(url, routes[i].path) == 0)
+			r = &routes[i];
+	if ((r == NULL || !r->open) && !authorized(ad, con))
 		return reply_err(con, 401, "missing or wrong bearer token "
 		    "(Authorization: Bearer TOKEN from admin_token_file)",
 		    "WWW-Authenticate", "Bearer");
-	if (strcmp(url, "/v1/status") == 0) {
-		if (m != M_GET)
-			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return get_status(ad, con);
+	if (r == NULL) {
+		if (strncmp(url, "/v1/sessions/", 13) == 0)
+			return session_route(ad, con, url + 13, m, rq);
+		return reply_err(con, 404, "no such route", NULL, NULL);
 	}
-	if (strcmp(url, "/v1/phase") == 0) {
-		if (m == M_GET)
-			return get_phase(ad, con);
-		if (m == M_PUT)
-			return put_phase(ad, con, rq);
-		return reply_err(con, 405, "use GET or PUT", "Allow",
-		    "GET, PUT");
-	}
-	if (strcmp(url, "/v1/phases") == 0) {
-		if (m != M_GET)
-			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return get_phases(ad, con);
-	}
-	if (strcmp(url, "/v1/audit") == 0) {
-		if (m != M_GET)
-			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return get_audit(ad, con);
-	}
-	if (strcmp(url, "/v1/reload") == 0) {
-		if (m != M_POST)
-			return reply_err(con, 405, "use POST", "Allow",
-			    "POST");
-		return post_reload(ad, con);
-	}
-	if (strcmp(url, "/v1/sessions") == 0) {
-		if (m == M_GET)
-			return get_sessions(ad, con);
-		if (m == M_POST)
-			return post_session(ad, con, rq);
-		return reply_err(con, 405, "use GET or POST", "Allow",
-		    "GET, POST");
-	}
-	if (strncmp(url, "/v1/sessions/", 13) == 0)
-		return session_route(ad, con, url + 13, m, rq);
-	if (strcmp(url, "/metrics") == 0) {
-		if (m != M_GET)
-			return reply_err(con, 405, "use GET", "Allow", "GET");
-		return get_metrics(ad, con);
-	}
-	return reply_err(con, 404, "no such route", NULL, NULL);
+	fn = m == M_GET ? r->get : m == M_PUT ? r->put : m == M_POST ?
+	    r->post : NULL;
+	return fn != NULL ? fn(ad, con, rq) : not_allowed(con, r);
 }
 
 static enum MHD_Result
