@@ -259,6 +259,40 @@ nonce_stop(struct rc_chain *c)
 
 /* --- shared helpers ------------------------------------------------------ */
 
+const char *
+rc_line_chain(const char *p, size_t n, size_t *body, int *json)
+{
+	static const char tkey[] = " chain=", jkey[] = ",\"chain\":\"";
+	const size_t tl = sizeof(tkey) - 1, jl = sizeof(jkey) - 1;
+	const char *h;
+	size_t b, i;
+	int j;
+
+	/* the two forms exclude each other: '}' is not a hex digit */
+	if ((j = n >= 2 && memcmp(p + n - 2, "\"}", 2) == 0)) {
+		if (n < RC_HEX_LEN + jl + 2 ||
+		    memcmp(p + n - RC_HEX_LEN - 2 - jl, jkey, jl) != 0)
+			return NULL;
+		h = p + n - RC_HEX_LEN - 2;
+		b = n - RC_HEX_LEN - 2 - jl;
+	} else {
+		if (n < RC_HEX_LEN + tl ||
+		    memcmp(p + n - RC_HEX_LEN - tl, tkey, tl) != 0)
+			return NULL;
+		h = p + n - RC_HEX_LEN;
+		b = n - RC_HEX_LEN - tl;
+	}
+	for (i = 0; i < RC_HEX_LEN; i++)
+		if (!((h[i] >= '0' && h[i] <= '9') ||
+		    (h[i] >= 'a' && h[i] <= 'f')))
+			return NULL;
+	if (body != NULL)
+		*body = b;
+	if (json != NULL)
+		*json = j;
+	return h;
+}
+
 void
 rc_hex(const unsigned char *in, size_t n, char *out)
 {
@@ -601,33 +635,14 @@ new_file(void *st)
 	c->next = c->cur;
 }
 
-static int
-hex64(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < RC_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
+/* ops->line_head: the head a file's last line (with its newline) ends in */
 static int
 line_head(const char *l, size_t len, char out[65])
 {
 	const char *h;
 
-	/* " chain=" H "\n" or ,"chain":" H "}\n" */
-	if (len >= RC_HEX_LEN + 8 && l[len - 1] == '\n' &&
-	    memcmp(l + len - RC_HEX_LEN - 8, " chain=", 7) == 0)
-		h = l + len - RC_HEX_LEN - 1;
-	else if (len >= RC_HEX_LEN + 13 && memcmp(l + len - 3, "\"}\n", 3) ==
-	    0 && memcmp(l + len - RC_HEX_LEN - 13, ",\"chain\":\"", 10) == 0)
-		h = l + len - RC_HEX_LEN - 3;
-	else
-		return -1;
-	if (!hex64(h))
+	if (len == 0 || l[len - 1] != '\n' ||
+	    (h = rc_line_chain(l, len - 1, NULL, NULL)) == NULL)
 		return -1;
 	memcpy(out, h, RC_HEX_LEN);
 	out[RC_HEX_LEN] = '\0';

@@ -28,6 +28,15 @@ void	rc_hex(const unsigned char *in, size_t n, char *out);
 /* SHA-256 of prev (64 hex) || buf[0..len), as 64 hex + NUL. */
 void	rc_chain_hash(const char *prev, const char *buf, size_t len,
 	    char out[RC_HEX_LEN + 1]);
+/*
+ * The chain field that ends an audit line p[0..n) (no newline, perhaps
+ * only its tail): text "... chain=H" or JSON ...,"chain":"H"}.  The 64
+ * lower-case hex digits of H, or NULL when the line has none; *body: the
+ * length of what precedes the field, *json: which form it is (either may
+ * be NULL).
+ */
+const char *rc_line_chain(const char *p, size_t n, size_t *body,
+	    int *json);
 /* 2026-11-29T18:00:00.123Z (24 chars + NUL). */
 void	rc_ts(int64_t ms, char out[32]);
 

@@ -230,39 +230,18 @@ eg_rr_manifest_filter(const json_t *manifest)
 	return out;
 }
 
-static int
-is_hex64(const char *s, size_t n)
-{
-	size_t i;
-
-	if (n != 64)
-		return 0;
-	for (i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* The chain value at the end of line[0..n) (no newline), or "". */
 static void
 line_head(const char *line, size_t n, char head[65])
 {
-	static const char tkey[] = " chain=", jkey[] = ",\"chain\":\"";
-	size_t tl = sizeof(tkey) - 1, jl = sizeof(jkey) - 1;
+	const char *h;
 
 	head[0] = '\0';
 	while (n > 0 && line[n - 1] == '\r')
 		n--;
-	if (n >= 64 + tl && memcmp(line + n - 64 - tl, tkey, tl) == 0 &&
-	    is_hex64(line + n - 64, 64)) {
-		memcpy(head, line + n - 64, 64);
-		head[64] = '\0';
-	} else if (n >= 64 + jl + 2 && memcmp(line + n - 2, "\"}", 2) == 0 &&
-	    memcmp(line + n - 66 - jl, jkey, jl) == 0 &&
-	    is_hex64(line + n - 66, 64)) {
-		memcpy(head, line + n - 66, 64);
-		head[64] = '\0';
+	if ((h = rc_line_chain(line, n, NULL, NULL)) != NULL) {
+		memcpy(head, h, RC_HEX_LEN);
+		head[RC_HEX_LEN] = '\0';
 	}
 }
 

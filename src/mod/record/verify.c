@@ -68,18 +68,6 @@ struct vfile {
 	char		 first_run[37];
 };
 
-static int
-hex64(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < RC_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* The event name: text "TS EVENT ...", JSON {"ts":"...","event":"EVENT" */
 static int
 is_event(const struct vl *l, const char *ev)
@@ -104,22 +92,16 @@ is_event(const struct vl *l, const char *ev)
 static void
 parse(struct vl *l, const char *p, size_t n)
 {
+	int json;
+
 	memset(l, 0, sizeof(*l));
 	l->p = p;
 	l->n = n;
 	l->json = n > 0 && p[0] == '{';
-	if (!l->json && n >= RC_HEX_LEN + 7 &&
-	    memcmp(p + n - RC_HEX_LEN - 7, " chain=", 7) == 0 &&
-	    hex64(p + n - RC_HEX_LEN)) {
-		l->h = p + n - RC_HEX_LEN;
-		l->body = n - RC_HEX_LEN - 7;
-	} else if (l->json && n >= RC_HEX_LEN + 12 &&
-	    memcmp(p + n - 2, "\"}", 2) == 0 &&
-	    memcmp(p + n - RC_HEX_LEN - 12, ",\"chain\":\"", 10) == 0 &&
-	    hex64(p + n - RC_HEX_LEN - 2)) {
-		l->h = p + n - RC_HEX_LEN - 2;
-		l->body = n - RC_HEX_LEN - 12;
-	} else {
+	/* a chain field of the other form is none */
+	if ((l->h = rc_line_chain(p, n, &l->body, &json)) == NULL ||
+	    json != l->json) {
+		l->h = NULL;
 		l->body = n;
 		return;
 	}
