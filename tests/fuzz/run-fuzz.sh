@@ -2,22 +2,27 @@
 # run-fuzz.sh: build every libFuzzer target whose source exists and run
 # each for SECONDS seconds (default 60) over its committed corpus.  New
 # inputs go to a scratch directory; crashes are reported and kept there.
-# Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET...]   (from the top dir)
+# Usage: tests/fuzz/run-fuzz.sh [SECONDS] [TARGET...], or `make fuzz
+# [FUZZ_SECONDS=N]` in a build directory.  It works in the source tree;
+# the build directory (for @core below) is FUZZ_BUILD, else the directory
+# it was started in.
 set -u
+build=${FUZZ_BUILD:-$(pwd)}
+cd "$(dirname "$0")/../.." || exit 3
 
 # name|library sources|extra link flags.  A target is skipped when
 # tests/fuzz/fuzz-NAME.c or one of its sources does not exist.  "@core"
-# in the flags is the built core library (FUZZ_BUILD, default ".": the
-# build directory; build once first) and its dependencies, for a parser
+# in the flags is the built core library (of the build directory: build
+# once first) and its dependencies, for a parser
 # that reaches the rest of the core (the configuration's modules and
 # audit sinks): its own sources, instrumented, come first and win.
 TARGETS='
-reqparse|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
-host|src/lib/host.c src/lib/err.c|
-addrclass|src/lib/addrclass.c src/lib/err.c|
-resp|src/lib/reqparse.c src/lib/host.c src/lib/err.c|
-pattern|src/lib/policy.c src/lib/host.c src/lib/err.c|
-sni|src/lib/sni.c src/lib/err.c|
+reqparse|src/lib/reqparse.c src/lib/host.c|@core
+host|src/lib/host.c|@core
+addrclass|src/lib/addrclass.c|@core
+resp|src/lib/reqparse.c src/lib/host.c|@core
+pattern|src/lib/policy.c src/lib/host.c|@core
+sni|src/lib/sni.c|@core
 session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core
@@ -27,7 +32,6 @@ canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 plan|src/mod/replay/plan.c src/lib/inilex.c src/lib/alloc.c|-linih
 '
 
-build=${FUZZ_BUILD:-.}
 core=
 for a in src/lib/.libs/libegress-core.a src/mod/common/.libs/libmodcommon.a; do
 	[ -f "$build/$a" ] && core="$core $build/$a"
@@ -71,7 +75,7 @@ echo "$TARGETS" | while IFS='|' read -r name srcs libs; do
 		libs=$(echo "$libs" | sed "s|@core|$core|")
 	esac
 	# shellcheck disable=SC2086
-	if ! $CC $CFLAGS -Isrc/lib -Isrc/include -o "$bin" "$main" $srcs \
+	if ! $CC $CFLAGS -I"$build" -Isrc/lib -Isrc/include -o "$bin" "$main" $srcs \
 	    $libs; then
 		echo "== $name: BUILD FAILED"
 		echo fail >>"$scratch/status"
