@@ -366,10 +366,11 @@ parse_addr(const char *s, struct sockaddr_storage *ss)
 }
 
 /*
- * Decide one request again, as conn.c does: match (report mode lets a
- * miss through, untrusted), then the address step over what is known
- * of the addresses: the literal, the new [hosts] pin, or the recorded
- * addr= (the one the proxy dialled).  Without an address, a request
+ * Decide one request again with the proxy's own steps: the match
+ * (eg_phase_decide: report mode lets a miss through, untrusted), then
+ * the address step (eg_addr_select) over what is known of the addresses:
+ * the literal or the new [hosts] pin (eg_cfg_known_addrs), else the
+ * recorded addr= (the one the proxy dialled).  Without an address, a request
  * the old log refused as private_address is known to have had only
  * non-public ones.  The upstream's answer is not re-decided: an allowed
  * request keeps FAIL when it failed.
@@ -380,57 +381,27 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
     const char *addr, struct verdict *nv)
 {
 	struct sockaddr_storage addrs[EG_DNS_MAXADDR];
-	const struct eg_rule *rule = NULL;
-	const struct eg_pin *pin;
-	struct sockaddr_in *s4;
-	struct sockaddr_in6 *s6;
+	const struct eg_rule *rule;
 	enum eg_match m;
-	size_t n = 0, left;
-	int report = 0, trusted = 0, known_private = 0;
+	size_t n, left;
+	int report, trusted, known_private = 0;
 
 	memset(nv, 0, sizeof(*nv));
-	m = eg_phase_match(ph, h, port, cfg->ports, cfg->nports, &rule);
-	if (m != EG_MATCH_ALLOW && ph->report) {
-		report = 1;
-		rule = NULL;
-		m = EG_MATCH_ALLOW;
-	}
+	m = eg_phase_decide(ph, h, port, cfg->ports, cfg->nports, &rule,
+	    &report);
 	if (m != EG_MATCH_ALLOW) {
 		nv->v = "BLOCK";
 		nv->reason = m == EG_MATCH_NOT_ALLOWED ? "not_allowed" :
 		    "port_not_allowed";
 		return;
 	}
-	switch (h->kind) {
-	case EG_HOST_V4:
-		memset(&addrs[0], 0, sizeof(addrs[0]));
-		s4 = (struct sockaddr_in *)&addrs[0];
-		s4->sin_family = AF_INET;
-		s4->sin_addr = h->ip.v4;
+	n = eg_cfg_known_addrs(cfg, h, report, addrs, EG_DNS_MAXADDR,
+	    &trusted);
+	if (n == 0 && addr != NULL && parse_addr(addr, &addrs[0]) == 0)
 		n = 1;
-		trusted = !report;
-		break;
-	case EG_HOST_V6:
-		memset(&addrs[0], 0, sizeof(addrs[0]));
-		s6 = (struct sockaddr_in6 *)&addrs[0];
-		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = h->ip.v6;
-		n = 1;
-		trusted = !report;
-		break;
-	case EG_HOST_NAME:
-		if ((pin = eg_cfg_pin(cfg, h)) != NULL) {
-			n = pin->naddr < EG_DNS_MAXADDR ? pin->naddr :
-			    EG_DNS_MAXADDR;
-			memcpy(addrs, pin->addr, n * sizeof(addrs[0]));
-			trusted = 1;
-		} else if (addr != NULL && parse_addr(addr, &addrs[0]) == 0)
-			n = 1;
-		else if (old->reason != NULL &&
-		    strcmp(old->reason, "private_address") == 0)
-			known_private = 1;
-		break;
-	}
+	else if (n == 0 && old->reason != NULL &&
+	    strcmp(old->reason, "private_address") == 0)
+		known_private = 1;
 	if ((n > 0 && eg_addr_select(addrs, n, port, cfg->deny_private,
 	    trusted, NULL, NULL, &left) != EG_SELECT_OK) ||
 	    (n == 0 && known_private && cfg->deny_private)) {

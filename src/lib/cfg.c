@@ -1451,3 +1451,39 @@ eg_cfg_pin(const struct eg_cfg *cfg, const struct eg_host *h)
 	return bsearch(&key, cfg->pins, cfg->npins, sizeof(*cfg->pins),
 	    pin_cmp);
 }
+
+size_t
+eg_cfg_known_addrs(const struct eg_cfg *cfg, const struct eg_host *h,
+    int report, struct sockaddr_storage *addrs, size_t max, int *trusted)
+{
+	const struct eg_pin *pin;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&addrs[0];
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&addrs[0];
+	size_t n;
+
+	*trusted = 0;
+	if (max == 0)
+		return 0;
+	switch (h->kind) {
+	case EG_HOST_V4:
+		memset(&addrs[0], 0, sizeof(addrs[0]));
+		s4->sin_family = AF_INET;
+		s4->sin_addr = h->ip.v4;
+		*trusted = !report;
+		return 1;
+	case EG_HOST_V6:
+		memset(&addrs[0], 0, sizeof(addrs[0]));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = h->ip.v6;
+		*trusted = !report;
+		return 1;
+	case EG_HOST_NAME:
+		break;
+	}
+	if ((pin = eg_cfg_pin(cfg, h)) == NULL)
+		return 0;
+	n = pin->naddr < max ? pin->naddr : max;
+	memcpy(addrs, pin->addr, n * sizeof(addrs[0]));
+	*trusted = 1;
+	return n;
+}

@@ -133,6 +133,15 @@ void		 eg_cfg_unref(struct eg_cfg *);	/* frees at zero; NULL ok */
 const struct eg_phase *eg_cfg_phase(const struct eg_cfg *, const char *name);
 const struct eg_pin   *eg_cfg_pin(const struct eg_cfg *,
 		    const struct eg_host *h);
+/*
+ * The addresses a target has without DNS, into addrs (max of them, port
+ * 0): its literal, trusted unless the pass is report mode's, or its
+ * [hosts] pin, which the operator wrote: trusted.  How many; 0 for a name
+ * to resolve.
+ */
+size_t		 eg_cfg_known_addrs(const struct eg_cfg *,
+		    const struct eg_host *h, int report,
+		    struct sockaddr_storage *addrs, size_t max, int *trusted);
 
 /* The key table, for documentation checks: NULL-terminated names. */
 extern const char *const eg_cfg_keys[];

@@ -394,7 +394,6 @@ conn_match(struct eg_conn *c)
 {
 	struct eg_cfg *cfg = c->ex->cfg;
 	const struct eg_phase *ph = c->sess->phase;
-	enum eg_match m;
 
 	if (c->cfg != cfg) {		/* keep the snapshot it lives in */
 		eg_cfg_ref(cfg);
@@ -403,16 +402,8 @@ conn_match(struct eg_conn *c)
 	}
 	c->t.gen = c->sess->gen;
 	c->t.phase = ph;
-	c->t.rule = NULL;
-	c->t.report = 0;
-	m = eg_phase_match(ph, &c->t.host, c->t.port, cfg->ports,
-	    cfg->nports, &c->t.rule);
-	if (m != EG_MATCH_ALLOW && ph->report) {
-		c->t.report = 1;
-		c->t.rule = NULL;
-		m = EG_MATCH_ALLOW;
-	}
-	return m;
+	return eg_phase_decide(ph, &c->t.host, c->t.port, cfg->ports,
+	    cfg->nports, &c->t.rule, &c->t.report);
 }
 
 /*
@@ -592,9 +583,6 @@ static void
 conn_decide(struct eg_conn *c)
 {
 	struct eg_target *t = &c->t;
-	const struct eg_pin *pin;
-	struct sockaddr_in *s4;
-	struct sockaddr_in6 *s6;
 	enum eg_match m;
 
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -607,36 +595,11 @@ conn_decide(struct eg_conn *c)
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
 	t->addrs = c->h->addrs;
-	t->naddr = t->ai = 0;
+	t->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
-	switch (t->host.kind) {
-	case EG_HOST_V4:
-		s4 = (struct sockaddr_in *)&t->addrs[0];
-		memset(&t->addrs[0], 0, sizeof(t->addrs[0]));
-		s4->sin_family = AF_INET;
-		s4->sin_addr = t->host.ip.v4;
-		t->naddr = 1;
-		t->trusted = !t->report;
-		break;
-	case EG_HOST_V6:
-		s6 = (struct sockaddr_in6 *)&t->addrs[0];
-		memset(&t->addrs[0], 0, sizeof(t->addrs[0]));
-		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = t->host.ip.v6;
-		t->naddr = 1;
-		t->trusted = !t->report;
-		break;
-	case EG_HOST_NAME:
-		pin = eg_cfg_pin(c->cfg, &t->host);
-		if (pin != NULL) {
-			t->naddr = pin->naddr < EG_DNS_MAXADDR ?
-			    pin->naddr : EG_DNS_MAXADDR;
-			memcpy(t->addrs, pin->addr,
-			    t->naddr * sizeof(t->addrs[0]));
-			t->trusted = 1;
-			break;
-		}
-		t->trusted = 0;
+	t->naddr = eg_cfg_known_addrs(c->cfg, &t->host, t->report, t->addrs,
+	    EG_DNS_MAXADDR, &t->trusted);
+	if (t->naddr == 0) {
 		eg_conn_set_state(c, EG_CS_RESOLVING);
 		c->dns_pending = 1;
 		c->dns_done = 0;
@@ -1353,6 +1316,7 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 	const struct eg_rule *rule;
 	struct eg_host *host;
 	uint16_t port;
+	int report;
 
 	for (c = sess->wconns[w->idx]; c != NULL; c = next) {
 		next = c->snext;
@@ -1365,10 +1329,8 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		host = &c->t.host;
 		port = c->t.port;
 		pthread_rwlock_rdlock(&w->ex->lock);
-		m = eg_phase_match(sess->phase, host, port, w->ex->cfg->ports,
-		    w->ex->cfg->nports, &rule);
-		if (sess->phase->report)
-			m = EG_MATCH_ALLOW;
+		m = eg_phase_decide(sess->phase, host, port, w->ex->cfg->ports,
+		    w->ex->cfg->nports, &rule, &report);
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;

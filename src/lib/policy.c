@@ -621,3 +621,21 @@ eg_phase_match(const struct eg_phase *p, const struct eg_host *h,
 	}
 	return pk.named ? EG_MATCH_PORT_NOT_ALLOWED : EG_MATCH_NOT_ALLOWED;
 }
+
+enum eg_match
+eg_phase_decide(const struct eg_phase *p, const struct eg_host *h,
+    uint16_t port, const uint16_t *ports, size_t nports,
+    const struct eg_rule **rule, int *report)
+{
+	enum eg_match m;
+
+	*rule = NULL;
+	*report = 0;
+	m = eg_phase_match(p, h, port, ports, nports, rule);
+	if (m != EG_MATCH_ALLOW && p->report) {
+		*rule = NULL;
+		*report = 1;
+		m = EG_MATCH_ALLOW;
+	}
+	return m;
+}

@@ -82,5 +82,15 @@ enum eg_match	eg_phase_match(const struct eg_phase *p,
 		    const struct eg_host *h, uint16_t port,
 		    const uint16_t *ports, size_t nports,
 		    const struct eg_rule **rule);
+/*
+ * The proxy's verdict on the allowlist: eg_phase_match(), except that a
+ * phase in report mode lets a miss through (EG_MATCH_ALLOW, *rule NULL,
+ * *report 1; else *report 0).  The proxy's decision, its recheck on a
+ * phase switch and `egressd audit replay` all decide through it.
+ */
+enum eg_match	eg_phase_decide(const struct eg_phase *p,
+		    const struct eg_host *h, uint16_t port,
+		    const uint16_t *ports, size_t nports,
+		    const struct eg_rule **rule, int *report);
 
 #endif
