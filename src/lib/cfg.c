@@ -168,7 +168,6 @@ struct parse {
 	size_t		 mod;		/* SECT_MODULE: eg_module_table index */
 	int		 mod_line[EG_MODULES_MAX];	/* of its [NAME] */
 
-	char		 key[KEY_MAX + 1];	/* this line's whole key */
 	int		 seen[NKEYS];	/* line of a key's first use */
 	int		*pin_line;	/* per cfg->pins entry */
 };
@@ -680,8 +679,9 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 
 /* A section header; name is what is between the brackets, trimmed. */
 static void
-section_start(struct parse *ps, const char *name, size_t len)
+section_start(void *arg, const char *name, size_t len)
 {
+	struct parse *ps = arg;
 	const struct eg_module_slot *ms;
 	struct eg_cfg *cfg = ps->cfg;
 	struct eg_phase *np;
@@ -824,57 +824,19 @@ valid_key_char(int c)
 	    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
-/* The lines inilex.c hands over: a section, a refused line, a key. */
+/* A line inilex.c refuses, or NULL: out of memory. */
 static void
-ini_section(void *arg, const char *name, size_t len)
+ini_refused(void *arg, const char *msg)
 {
-	section_start(arg, name, len);
+	perr((struct parse *)arg, "%s", msg != NULL ? msg : "out of memory");
 }
 
-static void
-ini_refused(void *arg, const char *msg, int header)
-{
-	struct parse *ps = arg;
-
-	if (header)
-		ps->sect = SECT_SKIP;
-	perr(ps, "%s", msg != NULL ? msg : "out of memory");
-}
-
-static int
-ini_key(void *arg, const struct eg_ini_line *l)
-{
-	struct parse *ps = arg;
-	char q[400];
-	size_t i;
-
-	for (i = 0; i < l->namelen; i++)
-		if (!valid_key_char((unsigned char)l->name[i]))
-			break;
-	if (l->namelen == 0 || l->namelen > KEY_MAX || i < l->namelen)
-		return perr(ps, "bad key name '%s'", quote(l->name,
-		    l->namelen, q, sizeof(q)));
-	if (l->valuelen > LINE_MAX_VALUE)
-		return perr(ps, "line too long (at most %d bytes of value)",
-		    LINE_MAX_VALUE);
-	/* the handler takes the key from here, so a long key ([hosts]
-	 * names) need not fit inih either */
-	memcpy(ps->key, l->name, l->namelen);
-	ps->key[l->namelen] = '\0';
-	return 0;
-}
-
+/* the handler takes the key from ps->ini.key, so a long key ([hosts]
+ * names) need not fit inih's buffer either */
+_Static_assert(KEY_MAX <= EG_INI_KEY_MAX, "KEY_MAX");
 static const struct eg_ini_ops cfg_ini_ops = {
-	ini_section, ini_refused, ini_key
+	section_start, ini_refused, valid_key_char, KEY_MAX, LINE_MAX_VALUE
 };
-
-/* The inih reader: the next "key=value" line, or NULL at the end. */
-static char *
-cfg_reader(char *str, int num, void *arg)
-{
-	return eg_ini_read(&((struct parse *)arg)->ini, str, num,
-	    &cfg_ini_ops, arg);
-}
 
 /* A key of a module's section: the module parses it. */
 static void
@@ -884,13 +846,13 @@ module_entry(struct parse *ps, const char *value)
 	char msg[EG_ERR_MSGLEN], q[400];
 
 	if (m->config == NULL) {
-		perr(ps, "unknown key '%s' in %s", quote(ps->key,
-		    strlen(ps->key), q, sizeof(q)), ps->sectname);
+		perr(ps, "unknown key '%s' in %s", quote(ps->ini.key,
+		    strlen(ps->ini.key), q, sizeof(q)), ps->sectname);
 		return;
 	}
 	ps->cfg->mod_cfg_owner[ps->mod] = m;
 	msg[0] = '\0';
-	if (m->config(&ps->cfg->mod_cfg[ps->mod], ps->key, value, ps->fname,
+	if (m->config(&ps->cfg->mod_cfg[ps->mod], ps->ini.key, value, ps->fname,
 	    ps->ini.line, msg, sizeof(msg)) == -1)
 		perr(ps, "%s", msg[0] != '\0' ? msg : "bad key");
 }
@@ -985,27 +947,27 @@ cfg_handler(void *arg, const char *section, const char *name,
 	switch (ps->sect) {
 	case SECT_NONE:
 		perr(ps, "key '%s' outside any section",
-		    quote(ps->key, strlen(ps->key), q, sizeof(q)));
+		    quote(ps->ini.key, strlen(ps->ini.key), q, sizeof(q)));
 		return 1;
 	case SECT_SKIP:
 		return 1;
 	case SECT_HOSTS:
-		hosts_entry(ps, ps->key, value);
+		hosts_entry(ps, ps->ini.key, value);
 		return 1;
 	case SECT_MODULE:
 		module_entry(ps, value);
 		return 1;
 	case SECT_SESSION:
-		session_entry(ps, ps->key, value);
+		session_entry(ps, ps->ini.key, value);
 		return 1;
 	case SECT_PROXY:
 	case SECT_PHASE:
 		break;
 	}
-	k = key_find(ps->sect == SECT_PROXY ? KS_PROXY : KS_PHASE, ps->key);
+	k = key_find(ps->sect == SECT_PROXY ? KS_PROXY : KS_PHASE, ps->ini.key);
 	if (k == NULL) {
-		perr(ps, "unknown key '%s' in %s", quote(ps->key,
-		    strlen(ps->key), q, sizeof(q)), ps->sectname);
+		perr(ps, "unknown key '%s' in %s", quote(ps->ini.key,
+		    strlen(ps->ini.key), q, sizeof(q)), ps->sectname);
 		return 1;
 	}
 	ki = (size_t)(k - keys);
@@ -1153,7 +1115,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	memset(&ps, 0, sizeof(ps));
 	ps.fname = fname;
 	ps.errs = errs;
-	eg_ini_init(&ps.ini, text, len);
+	eg_ini_init(&ps.ini, text, len, &cfg_ini_ops, &ps);
 	cfg = cfg_new(fname);
 	if (cfg == NULL) {
 		eg_errs_add(errs, "%s:0: out of memory", fname);
@@ -1161,7 +1123,7 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	}
 	ps.cfg = cfg;
 
-	rc = ini_parse_stream(cfg_reader, &ps, cfg_handler, &ps);
+	rc = ini_parse_stream(eg_ini_reader, &ps.ini, cfg_handler, &ps);
 	if (rc != 0 && ps.nerr == 0)
 		perr(&ps, rc == -2 ? "out of memory" : "cannot parse line");
 

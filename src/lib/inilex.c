@@ -1,12 +1,20 @@
 /*
  * inilex.c: the lines of egressd's INI files, cut for inih (inilex.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "err.h"
 #include "inilex.h"
 
 #define LONG_MARK	"\001"	/* no checked line can contain it */
+
+/* A line, into the text (not terminated). */
+struct eg_ini_line {
+	const char	*name, *value;
+	size_t		 namelen, valuelen;
+};
 
 static int
 is_space(char c)
@@ -15,11 +23,15 @@ is_space(char c)
 }
 
 void
-eg_ini_init(struct eg_ini *lx, const char *text, size_t len)
+eg_ini_init(struct eg_ini *lx, const char *text, size_t len,
+    const struct eg_ini_ops *ops, void *arg)
 {
+	lx->ops = ops;
+	lx->arg = arg;
 	lx->p = text;
 	lx->end = text + len;
 	lx->line = 0;
+	lx->skip = 0;
 	lx->longval = NULL;
 }
 
@@ -133,12 +145,16 @@ give(struct eg_ini *lx, char *str, int num, const struct eg_ini_line *l)
 }
 
 char *
-eg_ini_read(struct eg_ini *lx, char *str, int num,
-    const struct eg_ini_ops *ops, void *arg)
+eg_ini_reader(char *str, int num, void *stream)
 {
+	struct eg_ini *lx = stream;
+	const struct eg_ini_ops *ops = lx->ops;
+	void *arg = lx->arg;
 	struct eg_ini_line l;
 	const char *msg = NULL;
+	char q[400], why[480];
 	enum tok t;
+	size_t i;
 
 	for (;;) {
 		switch ((t = next_line(lx, &l, &msg))) {
@@ -146,19 +162,39 @@ eg_ini_read(struct eg_ini *lx, char *str, int num,
 			return NULL;
 		case TOK_BAD_HEADER:
 		case TOK_BAD:
-			ops->refused(arg, msg, t == TOK_BAD_HEADER);
+			lx->skip |= t == TOK_BAD_HEADER;
+			ops->refused(arg, msg);
 			continue;
 		case TOK_SECTION:
+			lx->skip = 0;
 			ops->section(arg, l.name, l.namelen);
 			continue;
 		case TOK_KEY:
 			break;
 		}
-		if (ops->key(arg, &l) == -1)
+		for (i = 0; i < l.namelen; i++)
+			if (!ops->key_char((unsigned char)l.name[i]))
+				break;
+		if (l.namelen == 0 || l.namelen > ops->key_max ||
+		    i < l.namelen) {
+			snprintf(why, sizeof(why), "bad key name '%s'",
+			    eg_quote(l.name, l.namelen, 80, q, sizeof(q)));
+			ops->refused(arg, why);
 			continue;
+		}
+		if (l.valuelen > ops->value_max) {
+			snprintf(why, sizeof(why), "line too long (at most %zu "
+			    "bytes of value)", ops->value_max);
+			ops->refused(arg, why);
+			continue;
+		}
+		if (lx->skip)		/* a key of a refused header's */
+			continue;
+		memcpy(lx->key, l.name, l.namelen);
+		lx->key[l.namelen] = '\0';
 		if (give(lx, str, num, &l) != NULL)
 			return str;
-		ops->refused(arg, NULL, 0);
+		ops->refused(arg, NULL);
 	}
 }
 

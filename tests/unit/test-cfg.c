@@ -578,6 +578,12 @@ test_syntax(void)
 	    "control character in line") == 0,
 	    "DEL is a control character too (as in replay plans)");
 	eg_errs_clear(&errs);
+	cfg = parse_str("[phase:a]\nallow = a.ex\n[proxy\nbogus = 1\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0], "t.ini:3: "
+	    "bad section header: missing ']'") == 0,
+	    "the keys after a refused section header are skipped, not "
+	    "given to the section before it");
+	eg_errs_clear(&errs);
 
 	cfg = parse_str("", &errs);
 	ok(cfg == NULL && errs.n == 1 && strcmp(errs.msg[0],

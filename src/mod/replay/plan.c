@@ -20,6 +20,7 @@
 #include "plan.h"
 
 #define ERRS_MAX	(64 * 1024)
+#define KEY_MAX		63
 #define VALUE_MAX	8192
 
 enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
@@ -33,7 +34,6 @@ struct parse {
 	struct rp_step	*step;
 	struct rp_errs	*errs;
 	const char	*(*getenv_fn)(const char *);
-	char		 key[64];
 	/* lines where keys were seen, for duplicates and later checks */
 	int		 seen_replay[16];
 	int		 seen_step[16];
@@ -546,8 +546,9 @@ add_path(struct parse *ps, const char *key, const char *v,
 /* --- sections and keys ------------------------------------------------------- */
 
 static void
-section_start(struct parse *ps, const char *s, size_t n)
+section_start(void *arg, const char *s, size_t n)
 {
+	struct parse *ps = arg;
 	struct rp_plan *pl = ps->plan;
 	struct rp_step *st;
 	char name[RP_NAME_MAX + 1], q[400], tmp[1024];
@@ -782,79 +783,41 @@ handler(void *arg, const char *section, const char *name, const char *value)
 	value = eg_ini_value(&ps->ini, value);
 	switch (ps->sect) {
 	case S_NONE:
-		perr(ps, "key '%s' outside any section", ps->key);
+		perr(ps, "key '%s' outside any section", ps->ini.key);
 		break;
 	case S_SKIP:
 		break;
 	case S_REPLAY:
-		replay_entry(ps, ps->key, value);
+		replay_entry(ps, ps->ini.key, value);
 		break;
 	case S_STEP:
-		step_entry(ps, ps->key, value);
+		step_entry(ps, ps->ini.key, value);
 		break;
 	}
 	return 1;
 }
 
-/* The lines inilex.c hands over: a section, a refused line, a key. */
+/* A line inilex.c refuses, or NULL: out of memory. */
 static void
-ini_section(void *arg, const char *name, size_t len)
-{
-	section_start(arg, name, len);
-}
-
-static void
-ini_refused(void *arg, const char *msg, int header)
+ini_refused(void *arg, const char *msg)
 {
 	struct parse *ps = arg;
 
-	if (msg == NULL) {
+	if (msg == NULL)
 		ps->oom = 1;
-		return;
-	}
-	if (header)
-		ps->sect = S_SKIP;
-	perr(ps, "%s", msg);
+	else
+		perr(ps, "%s", msg);
 }
 
 static int
-ini_key(void *arg, const struct eg_ini_line *l)
+key_char(int c)
 {
-	struct parse *ps = arg;
-	char q[400], t[128];
-	size_t i;
-
-	for (i = 0; i < l->namelen; i++)
-		if (!isalnum((unsigned char)l->name[i]) && l->name[i] != '_')
-			break;
-	if (l->namelen == 0 || l->namelen >= sizeof(ps->key) ||
-	    i < l->namelen) {
-		snprintf(t, sizeof(t), "%.*s", (int)(l->namelen & 0x7f),
-		    l->name);
-		perr(ps, "bad key name '%s'", quote(t, q, sizeof(q)));
-		return -1;
-	}
-	if (l->valuelen > VALUE_MAX) {
-		perr(ps, "line too long (at most %d bytes of value)",
-		    VALUE_MAX);
-		return -1;
-	}
-	memcpy(ps->key, l->name, l->namelen);
-	ps->key[l->namelen] = '\0';
-	return 0;
+	return isalnum(c) || c == '_';
 }
 
 static const struct eg_ini_ops plan_ini_ops = {
-	ini_section, ini_refused, ini_key
+	section_start, ini_refused, key_char, KEY_MAX, VALUE_MAX
 };
-
-/* The inih reader: the next "key=value" line, or NULL at the end. */
-static char *
-reader(char *str, int num, void *arg)
-{
-	return eg_ini_read(&((struct parse *)arg)->ini, str, num,
-	    &plan_ini_ops, arg);
-}
 
 void
 eg_rp_plan_free(struct rp_plan *p)
@@ -931,7 +894,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	memset(&ps, 0, sizeof(ps));
 	ps.file = file;
 	ps.dir = dir;
-	eg_ini_init(&ps.ini, text, len);
+	eg_ini_init(&ps.ini, text, len, &plan_ini_ops, &ps);
 	ps.errs = errs;
 	ps.getenv_fn = getenv_fn;
 	if ((pl = eg_calloc(1, sizeof(*pl))) == NULL) {
@@ -953,7 +916,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	if (memchr(text, '\0', len) != NULL)
 		eg_rp_errs_add(errs, file, 0, "a NUL byte in the plan");
 	else {
-		rc = ini_parse_stream(reader, &ps, handler, &ps);
+		rc = ini_parse_stream(eg_ini_reader, &ps.ini, handler, &ps);
 		if (rc != 0 && errs->n == nerr0)
 			perr(&ps, rc == -2 ? "out of memory" :
 			    "cannot parse line");
