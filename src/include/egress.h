@@ -24,9 +24,8 @@
  * made the call (each thread has its own, as with dlerror()).  The
  * library never exits, never prints, and never raises signals;
  * diagnostics go to the callback set with egress_set_log_cb() (none by
- * default).  A function
- * that takes a callback never calls it when it returns an error.  All
- * strings passed in are copied.
+ * default).  A function that takes a callback never calls it when it
+ * returns an error.  All strings passed in are copied.
  *
  * Threads.  egress_stop() may be called from any thread and from a
  * signal handler.  egress_set_phase(), egress_reload(),

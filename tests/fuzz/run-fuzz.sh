@@ -29,15 +29,16 @@ cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core
 redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
 verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
-plan|src/mod/replay/plan.c src/lib/inilex.c src/lib/alloc.c|-linih
+plan|src/mod/replay/plan.c src/lib/inilex.c|@core
 '
 
+# @core: each built archive with the libraries libtool recorded for it
 core=
-for a in src/lib/.libs/libegress-core.a src/mod/common/.libs/libmodcommon.a; do
-	[ -f "$build/$a" ] && core="$core $build/$a"
+for la in src/lib/libegress-core.la src/mod/common/libmodcommon.la; do
+	[ -f "$build/$la" ] || continue
+	core="$core $build/${la%/*}/.libs/$(basename "$la" .la).a $(sed -n \
+	    "s/^dependency_libs='\(.*\)'\$/\1/p" "$build/$la")"
 done
-core="$core -lcares -lmicrohttpd -linih -lmbedtls -lmbedx509 -lmbedcrypto \
--ljansson -lpsl -lseccomp -lsystemd -lpthread"
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
