@@ -99,77 +99,7 @@ static int tty_bold;		/* stdout is a terminal, bold and colours
 				   wanted (NO_COLOR unset or empty) */
 static int tty_out;		/* stdout is a terminal */
 
-/* --- terminal safety ------------------------------------------------------ */
-
-/*
- * The length of the valid UTF-8 sequence at p (n bytes available), its
- * code point in *cp; 0 if p does not start one (a stray continuation
- * byte, an overlong form, a surrogate, past U+10FFFF, cut short).
- */
-static size_t
-utf8_seq(const unsigned char *p, size_t n, unsigned long *cp)
-{
-	static const unsigned long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-	unsigned long c;
-	size_t len, i;
-
-	if (p[0] < 0x80) {
-		*cp = p[0];
-		return 1;
-	}
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		len = 2;
-		c = p[0] & 0x1f;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		len = 3;
-		c = p[0] & 0x0f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		len = 4;
-		c = p[0] & 0x07;
-	} else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (p[i] & 0x3f);
-	}
-	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
-/*
- * Write n bytes of s to f so that they cannot drive a terminal: every
- * control character, C0 (but \n where nl allows it), DEL and C1 (U+0080
- * to U+009F, as UTF-8 or as a raw byte), and every byte that is not valid
- * UTF-8, becomes \xHH (per byte); other text passes unchanged.
- */
-static void
-put_esc(FILE *f, const char *s, size_t n, int nl)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned long cp;
-	size_t i = 0, k, len;
-
-	while (i < n) {
-		len = utf8_seq(p + i, n - i, &cp);
-		if (len == 1 && (cp >= 0x20 || (nl && cp == '\n')) &&
-		    cp != 0x7f) {
-			putc((int)cp, f);
-		} else if (len > 1 && cp > 0x9f) {
-			fwrite(p + i, 1, len, f);
-		} else {
-			if (len == 0)
-				len = 1;
-			for (k = 0; k < len; k++)
-				fprintf(f, "\\x%02x", p[i + k]);
-		}
-		i += len;
-	}
-}
+/* --- terminal safety (eg_put_esc(), eg_utf8_seq(): shared.h) ---------- */
 
 /*
  * Write a JSON text received from the server (n bytes) so that it stays
@@ -187,7 +117,7 @@ put_json(FILE *f, const char *s, size_t n)
 	int in_str = 0, esc = 0;
 
 	while (i < n) {
-		len = utf8_seq(p + i, n - i, &cp);
+		len = eg_utf8_seq(p + i, n - i, &cp);
 		if (len == 0) {
 			fputs(in_str ? "\\ufffd" : "?", f);
 			i++;
@@ -239,7 +169,7 @@ vwarnx_(const char *fmt, va_list ap)
 	if ((size_t)n >= sizeof(buf))
 		n = (int)sizeof(buf) - 1;
 	fputs("egressctl: ", stderr);
-	put_esc(stderr, buf, (size_t)n, 0);
+	eg_put_esc(stderr, buf, (size_t)n, 0);
 	fputc('\n', stderr);
 }
 
@@ -804,12 +734,12 @@ jnum(const struct jv *o, const char *key)
 
 /* --- output -------------------------------------------------------------- */
 
-/* Print s with control characters escaped (put_esc()), so answers
+/* Print s with control characters escaped (eg_eg_put_esc()), so answers
  * cannot drive the terminal. */
 static void
 put_safe(const char *s)
 {
-	put_esc(stdout, s, strlen(s), 0);
+	eg_put_esc(stdout, s, strlen(s), 0);
 }
 
 static void
@@ -857,7 +787,7 @@ refused(const char *what, const struct resp *r)
 			for (i = 0; i < e->n; i++)
 				if (e->kids[i].t == J_STR) {
 					fputs("  ", stderr);
-					put_esc(stderr, e->kids[i].s,
+					eg_put_esc(stderr, e->kids[i].s,
 					    strlen(e->kids[i].s), 0);
 					fputc('\n', stderr);
 				}
@@ -1295,7 +1225,7 @@ dash(const char *s)
  * session ls: one session per line, name first.  Not on a terminal (a
  * script, a shell completion) the columns are separated by one tab and
  * there is no header; on a terminal they are aligned under a header.
- * put_esc() turns a tab or line end in a value into \x09 / \x0a, so a
+ * eg_eg_put_esc() turns a tab or line end in a value into \x09 / \x0a, so a
  * value can never add a column or a line.
  */
 static int

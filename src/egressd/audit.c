@@ -36,6 +36,7 @@
 #include "host.h"
 #include "policy.h"
 #include "select.h"
+#include "shared.h"
 
 #include "audit.h"
 
@@ -62,6 +63,41 @@ at_get(const struct egress_audit_line *l, const char *key, char *buf)
 	return buf;
 }
 
+const char *
+at_name(const struct egress_audit_line *l, const char *key, char *buf,
+    int session, int *bad)
+{
+	const char *v;
+	size_t n;
+	int len;
+
+	if ((v = egress_audit_get(l, key, &n)) == NULL)
+		return NULL;
+	len = eg_audit_unescape(v, n, l->json, buf, AT_VAL_MAX);
+	/* the length the unescaping gave, not strlen(): "a\x00b" is no "a" */
+	if (len < 0 || (session ? !eg_session_name_ok(buf, (size_t)len) :
+	    !eg_phase_name_ok(buf, (size_t)len))) {
+		*bad = 1;
+		return NULL;
+	}
+	return buf;
+}
+
+void
+at_put_esc(FILE *fp, const char *s)
+{
+	eg_put_esc(fp, s, strlen(s), 0);
+}
+
+void
+at_invalid_report(const char *prog, uint64_t n)
+{
+	if (n > 0)
+		fprintf(stderr, "%s: %llu line%s skipped (a phase, session or "
+		    "host that is not a valid name)\n", prog,
+		    (unsigned long long)n, n == 1 ? "" : "s");
+}
+
 void
 at_put_text(FILE *fp, const char *s)
 {
@@ -82,22 +118,11 @@ at_put_text(FILE *fp, const char *s)
 void
 at_put_json(FILE *fp, const char *s)
 {
-	unsigned char c;
-
 	if (s == NULL) {
 		fputs("null", fp);
 		return;
 	}
-	fputc('"', fp);
-	for (; (c = (unsigned char)*s) != '\0'; s++) {
-		if (c == '"' || c == '\\')
-			fprintf(fp, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(fp, "\\u%04x", c);
-		else
-			fputc(c, fp);
-	}
-	fputc('"', fp);
+	eg_put_json_str(fp, s, strlen(s));
 }
 
 /* The text writer's escaping of raw into out (cap >= 4 * strlen + 1). */
@@ -317,6 +342,7 @@ struct replay {
 	const char		*cfgname;
 	uint64_t		 requests, unchanged, blocked, allowed;
 	uint64_t		 undecided;
+	uint64_t		 invalid;	/* skipped: not a valid name */
 	struct at_tab		 changes;	/* see change_key() */
 	struct at_tab		 missing;	/* phase -> requests */
 	const struct eg_phase	*last;		/* lookup cache */
@@ -460,7 +486,7 @@ replay_line(const struct egress_audit_line *l, void *arg)
 	char portb[8];
 	size_t hl, kl;
 	unsigned port;
-	int n;
+	int n, bad = 0;
 
 	if (ev != EG_AEV_ALLOW && ev != EG_AEV_BLOCK && ev != EG_AEV_FAIL)
 		return;
@@ -470,18 +496,28 @@ replay_line(const struct egress_audit_line *l, void *arg)
 	old.rule = at_get(l, "rule", rule);
 	old.reason = at_get(l, "reason", reason);
 	old.report = at_get(l, "report", report);
-	pname = at_get(l, "phase", phase);
-	sname = at_get(l, "session", sess);
+	pname = at_name(l, "phase", phase, 0, &bad);
+	sname = at_name(l, "session", sess, 1, &bad);
 	addr = at_get(l, "addr", addrb);
 
+	/* a phase or session that no egressd could have written (a forged
+	 * or damaged line): skipped and counted, never printed */
+	if (bad) {
+		rp->invalid++;
+		return;
+	}
 	/* what the policy does not decide stays as it was */
 	if ((ev == EG_AEV_BLOCK && !in_list(old.reason, policy_block)) ||
-	    (ev == EG_AEV_FAIL && !in_list(old.reason, upstream_fail)) ||
-	    egress_audit_target(l, &hp, &hl, &port) == -1 || port == 0 ||
-	    (n = eg_audit_unescape(hp, hl, l->json, host, sizeof(host))) < 0 ||
-	    eg_host_parse(host, (size_t)n, &h, &why) == -1) {
+	    (ev == EG_AEV_FAIL && !in_list(old.reason, upstream_fail))) {
 		rp->requests++;
 		rp->unchanged++;
+		return;
+	}
+	/* what it decides names a valid host */
+	if (egress_audit_target(l, &hp, &hl, &port) == -1 || port == 0 ||
+	    (n = eg_audit_unescape(hp, hl, l->json, host, sizeof(host))) < 0 ||
+	    eg_host_parse(host, (size_t)n, &h, &why) == -1) {
+		rp->invalid++;
 		return;
 	}
 	if ((ph = rp->forced) == NULL) {
@@ -578,12 +614,14 @@ static void
 put_detail(FILE *fp, char *const *f, int verdict)
 {
 	if (f[verdict][0] == 'A') {
-		fprintf(fp, "rule=%s", f[verdict + 1][0] ? f[verdict + 1] :
-		    "-");
-		if (f[verdict + 3][0] != '\0')
-			fprintf(fp, " report=%s", f[verdict + 3]);
+		fputs("rule=", fp);
+		at_put_esc(fp, f[verdict + 1][0] ? f[verdict + 1] : "-");
+		if (f[verdict + 3][0] != '\0') {
+			fputs(" report=", fp);
+			at_put_esc(fp, f[verdict + 3]);
+		}
 	} else
-		fputs(f[verdict + 2][0] ? f[verdict + 2] : "-", fp);
+		at_put_esc(fp, f[verdict + 2][0] ? f[verdict + 2] : "-");
 }
 
 static void
@@ -642,13 +680,15 @@ replay_report(struct replay *rp, int json, uint64_t unparsed)
 	if (json) {
 		printf("{\"requests\":%llu,\"unchanged\":%llu,"
 		    "\"now_blocked\":%llu,\"now_allowed\":%llu,"
-		    "\"unparsed\":%llu,\"undecided\":%llu,\"config\":",
+		    "\"unparsed\":%llu,\"undecided\":%llu,\"invalid\":%llu,"
+		    "\"config\":",
 		    (unsigned long long)rp->requests,
 		    (unsigned long long)rp->unchanged,
 		    (unsigned long long)rp->blocked,
 		    (unsigned long long)rp->allowed,
 		    (unsigned long long)unparsed,
-		    (unsigned long long)rp->undecided);
+		    (unsigned long long)rp->undecided,
+		    (unsigned long long)rp->invalid);
 		at_put_json(stdout, rp->cfgname);
 		printf(",\"missing_phases\":[");
 		for (i = 0; miss[i] != NULL; i++) {
@@ -666,8 +706,8 @@ replay_report(struct replay *rp, int json, uint64_t unparsed)
 			    ch[i]->f[K_SESSION] : NULL);
 			printf(",\"host\":");
 			at_put_json(stdout, ch[i]->f[K_HOST]);
-			printf(",\"port\":%s,\"count\":%llu,\"old\":",
-			    ch[i]->f[K_PORT],
+			printf(",\"port\":%u,\"count\":%llu,\"old\":",
+			    (unsigned)strtoul(ch[i]->f[K_PORT], NULL, 10),
 			    (unsigned long long)ch[i]->e->count);
 			put_detail_json(stdout, ch[i]->f, K_OLD);
 			printf(",\"new\":");
@@ -677,17 +717,27 @@ replay_report(struct replay *rp, int json, uint64_t unparsed)
 		printf("]}\n");
 	} else {
 		for (i = 0; i < n; i++) {
+			/* (the fields are text-escaped already; printed
+			 * escaped all the same) */
 			if (ngroups > 1 && (i == 0 ||
 			    ch[i]->group != ch[i - 1]->group)) {
-				printf("phase %s", ch[i]->f[K_PHASE]);
-				if (ch[i]->f[K_SESSION][0] != '\0')
-					printf(", session %s",
+				printf("phase ");
+				at_put_esc(stdout, ch[i]->f[K_PHASE]);
+				if (ch[i]->f[K_SESSION][0] != '\0') {
+					printf(", session ");
+					at_put_esc(stdout,
 					    ch[i]->f[K_SESSION]);
+				}
 				printf(":\n");
 			}
-			printf("%s -> %s %s:%s  x%llu  (was ", ch[i]->f[K_OLD],
-			    ch[i]->f[K_NEW], ch[i]->f[K_HOST],
-			    ch[i]->f[K_PORT],
+			at_put_esc(stdout, ch[i]->f[K_OLD]);
+			printf(" -> ");
+			at_put_esc(stdout, ch[i]->f[K_NEW]);
+			putchar(' ');
+			at_put_esc(stdout, ch[i]->f[K_HOST]);
+			putchar(':');
+			at_put_esc(stdout, ch[i]->f[K_PORT]);
+			printf("  x%llu  (was ",
 			    (unsigned long long)ch[i]->e->count);
 			put_detail(stdout, ch[i]->f, K_OLD);
 			printf("; now ");
@@ -703,11 +753,14 @@ replay_report(struct replay *rp, int json, uint64_t unparsed)
 	for (i = 0; miss[i] != NULL; i++) {
 		fprintf(stderr, "egressd: audit replay: phase ");
 		at_put_text(stderr, miss[i]->key);
-		fprintf(stderr, " is not in %s: %llu request%s not decided "
+		fprintf(stderr, " is not in ");
+		at_put_esc(stderr, rp->cfgname);
+		fprintf(stderr, ": %llu request%s not decided "
 		    "(--phase NAME decides them against a phase of it)\n",
-		    rp->cfgname, (unsigned long long)miss[i]->count,
+		    (unsigned long long)miss[i]->count,
 		    miss[i]->count == 1 ? "" : "s");
 	}
+	at_invalid_report("egressd: audit replay", rp->invalid);
 	rc = 0;
 out:
 	if (rc == -1)
@@ -774,7 +827,9 @@ replay_main(int argc, char *argv[])
 	    NULL) {
 		fprintf(stderr, "egressd: audit replay: phase ");
 		at_put_text(stderr, phase);
-		fprintf(stderr, " is not in %s\n", cfgfile);
+		fprintf(stderr, " is not in ");
+		at_put_esc(stderr, cfgfile);
+		fputc('\n', stderr);
 		eg_cfg_unref(rp.cfg);
 		return AT_EX_USAGE;
 	}

@@ -35,9 +35,21 @@ int	at_read_logs(const char *prog, char *const *files, int nfiles,
 /* A value of l unescaped into buf (AT_VAL_MAX); NULL when absent. */
 const char *at_get(const struct egress_audit_line *l, const char *key,
 	    char *buf);
+/*
+ * The value of key in l when it is a valid name (session: a session
+ * name, else a phase name, shared.h), unescaped into buf (AT_VAL_MAX);
+ * NULL when absent, or when present but not a valid name (then *bad = 1).
+ */
+const char *at_name(const struct egress_audit_line *l, const char *key,
+	    char *buf, int session, int *bad);
+/* Print untrusted text so that it cannot drive a terminal (shared.h's
+ * eg_put_esc(), as egressctl prints what a server answers). */
+void	at_put_esc(FILE *fp, const char *s);
+/* "PROG: N lines skipped (... not a valid name)" on stderr when n > 0. */
+void	at_invalid_report(const char *prog, uint64_t n);
 /* Print raw bytes as the text audit writer would (escaped, "-" empty). */
 void	at_put_text(FILE *fp, const char *s);
-/* Print a JSON string (quoted); NULL prints null. */
+/* Print a JSON string (quoted, eg_put_json_str()); NULL prints null. */
 void	at_put_json(FILE *fp, const char *s);
 
 /* A small string-keyed table of counters (insertion order kept). */

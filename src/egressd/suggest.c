@@ -26,6 +26,7 @@
 #include "err.h"
 #include "host.h"
 #include "policy.h"
+#include "shared.h"
 
 #include "audit.h"
 
@@ -36,6 +37,7 @@ struct suggest {
 	const char		*phase;		/* --phase, or NULL */
 	struct at_tab		 hosts;		/* "phase\thost\tport" */
 	struct at_tab		 missing;	/* phases not in -c FILE */
+	uint64_t		 invalid;	/* skipped: not a valid name */
 	int			 oom;
 };
 
@@ -54,7 +56,7 @@ suggest_line(const struct egress_audit_line *l, void *arg)
 	char key[EG_HOST_MAX + 3 + 64 + 16];
 	size_t hl;
 	unsigned port;
-	int n;
+	int n, bad = 0;
 
 	if (ev == EG_AEV_BLOCK) {
 		if (at_get(l, "reason", reason) == NULL ||
@@ -66,14 +68,25 @@ suggest_line(const struct egress_audit_line *l, void *arg)
 			return;
 	} else
 		return;
-	if ((pname = at_get(l, "phase", phase)) == NULL)
+	/*
+	 * The output is meant to be pasted into a configuration: a phase
+	 * or host that is not a valid name ("agent\nallow = 0.0.0.0/0",
+	 * escapes, a NUL) never reaches it; such lines are counted.
+	 */
+	if ((pname = at_name(l, "phase", phase, 0, &bad)) == NULL && bad) {
+		sg->invalid++;
+		return;
+	}
+	if (pname == NULL)
 		pname = "-";
 	if (sg->phase != NULL && strcmp(sg->phase, pname) != 0)
 		return;
 	if (egress_audit_target(l, &hp, &hl, &port) == -1 || port == 0 ||
 	    (n = eg_audit_unescape(hp, hl, l->json, host, sizeof(host))) < 0 ||
-	    eg_host_parse(host, (size_t)n, &h, &why) == -1)
+	    eg_host_parse(host, (size_t)n, &h, &why) == -1) {
+		sg->invalid++;
 		return;
+	}
 	if (sg->cfg != NULL) {
 		if ((ph = eg_cfg_phase(sg->cfg, pname)) == NULL) {
 			if ((e = at_tab_get(&sg->missing, pname)) == NULL)
@@ -199,8 +212,9 @@ suggest_report(struct suggest *sg, const psl_ctx_t *psl, int json,
 	qsort(v, n, sizeof(*v), shost_cmp);
 
 	if (json) {
-		printf("{\"unparsed\":%llu,\"phases\":[",
-		    (unsigned long long)unparsed);
+		printf("{\"unparsed\":%llu,\"invalid\":%llu,\"phases\":[",
+		    (unsigned long long)unparsed,
+		    (unsigned long long)sg->invalid);
 		for (i = 0; i < n; i++) {
 			if (i == 0 || strcmp(v[i].phase, v[i - 1].phase)) {
 				printf("%s{\"phase\":", i ? "]}]}," : "");
@@ -226,20 +240,32 @@ suggest_report(struct suggest *sg, const psl_ctx_t *psl, int json,
 		}
 		printf("%s]}\n", n ? "]}]}" : "");
 	} else {
+		/* valid names only (suggest_line()); escaped all the same */
 		for (i = 0; i < n; i++) {
-			if (i == 0 || strcmp(v[i].phase, v[i - 1].phase))
-				printf("%s; phase %s\n", i ? "\n" : "",
-				    v[i].phase);
+			if (i == 0 || strcmp(v[i].phase, v[i - 1].phase)) {
+				printf("%s; phase ", i ? "\n" : "");
+				at_put_esc(stdout, v[i].phase);
+				putchar('\n');
+			}
 			if (i == 0 || strcmp(v[i].phase, v[i - 1].phase) ||
-			    strcmp(v[i].domain, v[i - 1].domain))
-				printf("; %s\n", v[i].domain);
-			printf("allow = %s ; %llu\n", v[i].allow,
-			    (unsigned long long)v[i].count);
+			    strcmp(v[i].domain, v[i - 1].domain)) {
+				printf("; ");
+				at_put_esc(stdout, v[i].domain);
+				putchar('\n');
+			}
+			printf("allow = ");
+			at_put_esc(stdout, v[i].allow);
+			printf(" ; %llu\n", (unsigned long long)v[i].count);
 		}
 	}
-	for (i = 0; miss[i] != NULL; i++)
-		fprintf(stderr, PROG ": phase %s is not in %s: nothing of it "
-		    "is left out\n", miss[i]->key, sg->cfg->file);
+	for (i = 0; miss[i] != NULL; i++) {
+		fprintf(stderr, PROG ": phase ");
+		at_put_esc(stderr, miss[i]->key);
+		fprintf(stderr, " is not in ");
+		at_put_esc(stderr, sg->cfg->file);
+		fprintf(stderr, ": nothing of it is left out\n");
+	}
+	at_invalid_report(PROG, sg->invalid);
 	rc = 0;
 out:
 	if (rc == -1)
@@ -305,8 +331,11 @@ audit_suggest(int argc, char *argv[])
 			return AT_EX_USAGE;
 		}
 		if (sg.phase != NULL && eg_cfg_phase(cfg, sg.phase) == NULL) {
-			fprintf(stderr, PROG ": phase %s is not in %s\n",
-			    sg.phase, cfgfile);
+			fprintf(stderr, PROG ": phase ");
+			at_put_esc(stderr, sg.phase);
+			fprintf(stderr, " is not in ");
+			at_put_esc(stderr, cfgfile);
+			fputc('\n', stderr);
 			eg_cfg_unref(cfg);
 			return AT_EX_USAGE;
 		}

@@ -920,6 +920,38 @@ not_allowed(struct MHD_Connection *con, const struct route *r)
 	return reply_err(con, 405, msg, "Allow", allow);
 }
 
+/*
+ * libmicrohttpd's own unescaping, but a NUL it decodes (%00) becomes DEL:
+ * the handler gets the URL as a C string, and "/v1/sessions/keep%00x"
+ * would otherwise reach it as "/v1/sessions/keep".  DEL is a control
+ * character, which dispatch() refuses in a path like any other.
+ */
+static size_t
+unescape(void *cls, struct MHD_Connection *con, char *s)
+{
+	size_t i, n;
+
+	(void)cls;
+	(void)con;
+	n = MHD_http_unescape(s);
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0')
+			s[i] = 0x7f;
+	return n;
+}
+
+/* Does the (unescaped) path hold a control character (C0 or DEL)? */
+static int
+path_has_ctl(const char *url)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)url; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return 1;
+	return 0;
+}
+
 static enum MHD_Result
 dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
     enum method m, struct req *rq)
@@ -928,6 +960,10 @@ dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
 	route_fn *fn;
 	size_t i;
 
+	/* before any route or name is looked up: "keep%00x" is no "keep" */
+	if (path_has_ctl(url))
+		return reply_err(con, 400, "bad path: NUL or another control "
+		    "character (after %-decoding)", NULL, NULL);
 	for (i = 0; i < nitems(routes) && r == NULL; i++)
 		if (strcmp(url, routes[i].path) == 0)
 			r = &routes[i];
@@ -1287,6 +1323,7 @@ admin_serve(struct egress *ex, struct eg_admin *ad, struct eg_err *err)
 	    0, NULL, NULL, on_request, ad,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)ad->fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ad,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, ad,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ad,
 	    MHD_OPTION_CONNECTION_LIMIT, maxc,
 	    MHD_OPTION_CONNECTION_TIMEOUT, ex->cfg->admin_idle_timeout,

@@ -332,8 +332,11 @@ parse_ipport(const char *s, size_t len, uint16_t dflt,
 		return -1;
 	if (parse_ip(s, hostlen, ss, sslen) == -1)
 		return -1;
-	/* Brackets are how IPv6 and a port go together, and only that. */
+	/* Brackets are how IPv6 and a port go together, and only that:
+	 * no "[127.0.0.1]:3128" either. */
 	if (s[0] != '[' && ss->ss_family == AF_INET6 && colon != NULL)
+		return -1;
+	if (s[0] == '[' && ss->ss_family != AF_INET6)
 		return -1;
 	if (ss->ss_family == AF_INET)
 		((struct sockaddr_in *)ss)->sin_port = htons(port);

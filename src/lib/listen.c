@@ -40,7 +40,7 @@ bind_tcp(struct eg_lsock *ls, const struct eg_listen *l, struct eg_err *err)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)&l->ss, l->sslen) == -1 ||
 	    listen(fd, 4096) == -1) {
-		eg_err_set(err, errno, "listen %s: %s", l->text,
+		eg_err_set(err, errno, "listen %s: cannot bind: %s", l->text,
 		    strerror(errno));
 		close(fd);
 		return -1;

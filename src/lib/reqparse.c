@@ -28,6 +28,8 @@ struct hdr_info {
 	int	 conn_keepalive;	/* Connection: keep-alive */
 	const char *conn_framing;	/* why, if Connection names a
 					   framing or routing header */
+	const char *underscore;	/* why, if a framing header is spelt
+				   with '_' for '-' */
 };
 
 /* RFC 9110 tchar. */
@@ -73,6 +75,44 @@ ieq(const uint8_t *p, size_t n, const char *s)
 		if (lc(p[i]) != (uint8_t)s[i])
 			return 0;
 	return 1;
+}
+
+/*
+ * Is the name (n bytes) a framing header's spelt with '_' where '-'
+ * belongs (Content_Length, transfer_encoding)?  Such a line frames
+ * nothing here, but a next hop that reads '_' as '-' (CGI's HTTP_*
+ * variables, some servers) would frame the body by it: a request egressd
+ * did not decide smuggled behind the one it did.
+ */
+static const char *
+underscore_framing(const uint8_t *name, size_t n)
+{
+	static const struct {
+		const char	*name;
+		const char	*why;
+	} hv[] = {
+		{ "content-length", "Content_Length header (underscore "
+		    "spelling of Content-Length) refused" },
+		{ "transfer-encoding", "Transfer_Encoding header (underscore "
+		    "spelling of Transfer-Encoding) refused" }
+	};
+	size_t i, k;
+	int us;
+
+	for (k = 0; k < nitems(hv); k++) {
+		if (strlen(hv[k].name) != n)
+			continue;
+		us = 0;
+		for (i = 0; i < n; i++) {
+			if (name[i] == '_' && hv[k].name[i] == '-')
+				us = 1;
+			else if (lc(name[i]) != (uint8_t)hv[k].name[i])
+				break;
+		}
+		if (i == n && us)
+			return hv[k].why;
+	}
+	return NULL;
 }
 
 static enum eg_parse
@@ -302,7 +342,8 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 		} else if (ieq(name, nlen, "connection")) {
 			if (conn_tokens(val, ve - vs, hi, NULL, 0) == -1)
 				return bad(why, "bad Connection header");
-		}
+		} else if (hi->underscore == NULL)
+			hi->underscore = underscore_framing(name, nlen);
 		off = eol + 2;
 	}
 	*head_len = eol + 2;
@@ -500,6 +541,10 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	    &req->head_len, why);
 	if (r != EG_PARSE_OK)
 		return r;
+	/* refused in requests, which egressd passes on to a server it
+	 * decided; a response only goes back to the client that asked */
+	if (hi.underscore != NULL)
+		return bad(why, hi.underscore);
 	if (req->form == EG_REQ_ABSOLUTE) {
 		req->content_length = hi.content_length;
 		req->chunked = hi.chunked;

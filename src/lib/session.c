@@ -437,6 +437,27 @@ sess_listen_text(struct eg_session *s, const struct eg_lsock *ls)
 	}
 }
 
+/*
+ * The errno a session's failed TCP bind is reported with: an address the
+ * caller chose that this host cannot take (not one of its addresses, a
+ * privileged port, a family it lacks) is the caller's mistake (EINVAL,
+ * 400), a port in use is a conflict (EADDRINUSE, 409); what is left (no
+ * descriptor, no memory) stays the server's.
+ */
+static int
+tcp_bind_code(int code)
+{
+	switch (code) {
+	case EADDRNOTAVAIL:
+	case EACCES:
+	case EPERM:
+	case EAFNOSUPPORT:
+		return EINVAL;
+	default:
+		return code;
+	}
+}
+
 /* Bind s's Unix socket at path and, if listen != NULL, its TCP one. */
 static int
 sess_bind(struct egress *ex, struct eg_session *s, const char *path,
@@ -458,7 +479,8 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		memset(ls, 0, sizeof(*ls));
 		ls->sess = s;
 		if (eg_listen_bind_tcp(ls, listen, &err) == -1)
-			return set_err(ex, err.code, "%s", err.msg);
+			return set_err(ex, tcp_bind_code(err.code), "%s",
+			    err.msg);
 		s->nls++;
 		sess_listen_text(s, ls);
 	}

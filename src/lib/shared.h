@@ -1,8 +1,10 @@
 /*
  * shared.h: the few rules the daemon and egressctl must agree on.
  * egressctl links neither libegress nor its dependencies, so these are
- * header-only: the phase- and session-name grammars, a hex digit, and how
- * a bearer token file is read.
+ * header-only: the phase- and session-name grammars, a hex digit, how
+ * untrusted text is printed so that it cannot drive a terminal (UTF-8
+ * aware: egressctl's output and the audit tools'), and how a bearer
+ * token file is read.
  */
 #ifndef EG_SHARED_H
 #define EG_SHARED_H
@@ -63,6 +65,106 @@ eg_hexval(unsigned char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/*
+ * The length of the valid UTF-8 sequence at p (n bytes available), its
+ * code point in *cp; 0 if p does not start one (a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, cut short).
+ */
+static inline size_t
+eg_utf8_seq(const unsigned char *p, size_t n, unsigned long *cp)
+{
+	static const unsigned long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	unsigned long c;
+	size_t len, i;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		c = p[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * Write n bytes of s to f so that they cannot drive a terminal: every
+ * control character, C0 (but \n where nl allows it), DEL and C1 (U+0080
+ * to U+009F, as UTF-8 or as a raw byte), and every byte that is not valid
+ * UTF-8, becomes \xHH (per byte); other text passes unchanged.
+ */
+static inline void
+eg_put_esc(FILE *f, const char *s, size_t n, int nl)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i = 0, k, len;
+
+	while (i < n) {
+		len = eg_utf8_seq(p + i, n - i, &cp);
+		if (len == 1 && (cp >= 0x20 || (nl && cp == '\n')) &&
+		    cp != 0x7f) {
+			putc((int)cp, f);
+		} else if (len > 1 && cp > 0x9f) {
+			fwrite(p + i, 1, len, f);
+		} else {
+			if (len == 0)
+				len = 1;
+			for (k = 0; k < len; k++)
+				fprintf(f, "\\x%02x", p[i + k]);
+		}
+		i += len;
+	}
+}
+
+/*
+ * Write n bytes of s to f as a JSON string (quotes included) that cannot
+ * drive a terminal either, by eg_put_esc()'s rules: '"' and '\\' are
+ * escaped, control characters (C0, DEL, C1) become \u00XX and bytes that
+ * are not UTF-8 \ufffd; other text passes unchanged.
+ */
+static inline void
+eg_put_json_str(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i = 0, len;
+
+	putc('"', f);
+	while (i < n) {
+		len = eg_utf8_seq(p + i, n - i, &cp);
+		if (len == 0) {
+			fputs("\\ufffd", f);
+			len = 1;
+		} else if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (int)cp);
+		else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+			fprintf(f, "\\u%04lx", cp);
+		else
+			fwrite(p + i, 1, len, f);
+		i += len;
+	}
+	putc('"', f);
 }
 
 /*

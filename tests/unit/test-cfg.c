@@ -896,6 +896,53 @@ test_audit_sinks(void)
 	eg_cfg_unref(cfg);
 }
 
+/* Brackets are for IPv6 only: "[127.0.0.1]:3128" is a FILE:LINE error
+ * wherever an address and port are read (issue 21, 13). */
+static void
+test_v4_brackets(void)
+{
+	static const char *const want[] = {
+		"t.ini:2: bad value '[127.0.0.1]:3128' for listen: expected "
+		    "IPv4:PORT or [IPv6]:PORT",
+		"t.ini:3: bad value '[127.0.0.1]:9000' for admin: expected a "
+		    "socket path or ADDR:PORT",
+		"t.ini:4: bad value '[127.0.0.1]:53' for dns_servers: "
+		    "expected IP[:PORT] or [IPv6]:PORT",
+		NULL
+	};
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+	size_t i;
+
+	cfg = parse_str("[proxy]\nlisten = [127.0.0.1]:3128\n"
+	    "admin = [127.0.0.1]:9000\ndns_servers = [127.0.0.1]:53\n"
+	    "[phase:a]\n", &errs);
+	ok(cfg == NULL, "bracketed IPv4 addresses are refused");
+	eg_cfg_unref(cfg);
+	for (i = 0; want[i] != NULL; i++)
+		is_str(i < errs.n ? errs.msg[i] : NULL, want[i],
+		    "bracketed IPv4, error %zu", i + 1);
+	is_int(errs.n, i, "bracketed IPv4: %zu errors", i);
+	eg_errs_clear(&errs);
+	cfg = parse_str("[proxy]\ndns_servers = [10.0.0.1]\n[phase:a]\n",
+	    &errs);
+	ok(cfg == NULL, "a bracketed IPv4 DNS server without a port too");
+	is_str(errs.n ? errs.msg[0] : NULL, "t.ini:2: bad value '[10.0.0.1]' "
+	    "for dns_servers: expected IP[:PORT] or [IPv6]:PORT",
+	    "... FILE:LINE: bad value");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+	cfg = parse_str("[proxy]\nlisten = [::1]:3128\n"
+	    "listen = 127.0.0.1:3129\n"
+	    "dns_servers = [::1]:53 127.0.0.1 ::1\n[phase:a]\n", &errs);
+	ok(cfg != NULL && errs.n == 0, "bracketed IPv6 and bare IPv4 are "
+	    "fine");
+	for (i = 0; i < errs.n; i++)
+		diag("%s", errs.msg[i]);
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+}
+
 int
 main(void)
 {
@@ -911,5 +958,6 @@ main(void)
 	test_token_file();
 	test_keys_documented();
 	test_audit_sinks();
+	test_v4_brackets();
 	return done_testing();
 }

@@ -391,6 +391,45 @@ test_conn_framing(void)
 	    "a response naming Transfer-Encoding in Connection");
 }
 
+/* Content_Length / Transfer_Encoding: a next hop that reads '_' as '-'
+ * would frame the body by them; refused, not forwarded (issue 21, 13). */
+static void
+test_underscore_framing(void)
+{
+	enum eg_parse r;
+	const char *why;
+	const char *s;
+
+	req("POST http://h/ HTTP/1.1\r\nContent_Length: 5\r\n\r\n",
+	    EG_PARSE_BAD, "Content_Length");
+	req("POST http://h/ HTTP/1.1\r\nTransfer_Encoding: chunked\r\n\r\n",
+	    EG_PARSE_BAD, "Transfer_Encoding");
+	req("POST http://h/ HTTP/1.1\r\nContent-Length: 5\r\n"
+	    "transfer_encoding: chunked\r\n\r\n", EG_PARSE_BAD,
+	    "transfer_encoding, lower case, beside a Content-Length");
+	req("POST http://h/ HTTP/1.1\r\nTRANSFER-ENCODING: chunked\r\n"
+	    "CONTENT_LENGTH: 0\r\n\r\n", EG_PARSE_BAD,
+	    "CONTENT_LENGTH beside a chunked body");
+	req("GET http://h/ HTTP/1.1\r\nTransfer_encoding: x\r\n\r\n",
+	    EG_PARSE_BAD, "Transfer_encoding on a GET");
+	req("CONNECT h:443 HTTP/1.1\r\nContent_Length: 5\r\n\r\n",
+	    EG_PARSE_BAD, "Content_Length on a CONNECT");
+	s = "POST http://h/ HTTP/1.1\r\nTransfer_Encoding: chunked\r\n\r\n";
+	r = run_req(s, strlen(s), &R, &why);
+	ok(r == EG_PARSE_BAD && why != NULL &&
+	    strstr(why, "Transfer_Encoding") != NULL,
+	    "the reason names Transfer_Encoding");
+	if (why != NULL)
+		diag("reason: %s", why);
+	req("GET http://h/ HTTP/1.1\r\nContent_Lengthx: 5\r\n"
+	    "X_Content_Length: 5\r\nContent__Length: 1\r\n"
+	    "Content_Type: a\r\n\r\n", EG_PARSE_OK,
+	    "other names with underscores are fine");
+	resp("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Content_Length: 3\r\n\r\n", EG_PARSE_OK,
+	    "a response's Content_Length is the client's business");
+}
+
 static void
 test_absolute(void)
 {
@@ -772,6 +811,7 @@ main(void)
 	test_absolute();
 	test_resp();
 	test_conn_framing();
+	test_underscore_framing();
 	test_chunk();
 	return done_testing();
 }
