@@ -94,6 +94,11 @@ struct egress_event {
 	/* appended (layout of the members above unchanged): */
 	const char		*step;		/* egress_session_set_step():
 						   the step= label, or NULL */
+	/* ALLOW, BLOCK, FAIL of a request that came through egressd's own
+	 * relay (egressd run, replay steps): the process that connected to
+	 * the relay, "-" when it could not be found; NULL otherwise */
+	const char		*pid;		/* decimal */
+	const char		*exe;		/* its executable's path */
 };
 
 /*

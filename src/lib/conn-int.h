@@ -141,6 +141,13 @@ struct eg_conn {
 	int			 nosplice;	/* copy, do not splice */
 	enum eg_end		 end;		/* tunnel: the side that ended first */
 	char			 sni[256];
+	/* egressd's own relay (option unix_relay): its handoff is read
+	 * first (conn.c), then the client's TCP socket it passed replaces
+	 * the Unix one; pid and exe name the process that connected */
+	struct eg_relay_hdr	*rly;		/* while the handoff is read */
+	int			 relay;		/* 1: handoff due, 2: done */
+	char			 rpid[12];
+	char			*rexe;		/* eg_malloc'd, or NULL */
 };
 
 /* conn.c */

@@ -231,6 +231,9 @@ struct egress {
 	}			 subs[8];
 	size_t			 nsubs;
 	char			 unix_client[32];
+	int			 unix_relay;	/* option "unix_relay": every Unix
+						   listener serves egressd's own
+						   relay (its handoff, conn.c) */
 	char			 run_id[37];	/* option "run_id" */
 	int			 run_id_set;
 
@@ -317,6 +320,7 @@ struct eg_event {
 	const char		*by;		/* PHASE: admin|api|signal|reload */
 	unsigned		 closed;	/* PHASE: tunnels closed */
 	const char		*action;	/* SESSION: open|close */
+	const char		*pid, *exe;	/* via egressd's own relay */
 };
 
 /* proxy.c */
