@@ -658,8 +658,12 @@ conn_do_relay(struct eg_conn *c)
 	eg_io_del(c->w->loop, &c->cio);
 	close(c->cio.fd);
 	eg_io_set_fd(&c->cio, fd);
+	/* what the Unix socket's events said (the relay's FIN: hup) is not
+	 * true of the client: a stale hup would end its stream at its
+	 * first short read */
 	c->c_eof = 0;
 	c->c2u.rd = 1;
+	c->c2u.hup = 0;
 	if (id->pid != 0)
 		snprintf(c->rpid, sizeof(c->rpid), "%lu",
 		    (unsigned long)id->pid);
