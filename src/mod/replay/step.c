@@ -842,6 +842,14 @@ eg_rp_job_main(void *arg)
 		} else if (eg_rp_cancel_requested(j)) {
 			never_run(j, i, stepfd, &r, "skipped");
 			cancelled = 1;
+		} else if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+			/* a step renamed or replaced the record directory:
+			 * the next one would be given the wrong one (bound
+			 * read-only by path, the keeper's files by path) */
+			eg_rp_warn("%s: the record directory was renamed or "
+			    "replaced; no further step is launched", j->dir);
+			never_run(j, i, stepfd, &r, "skipped");
+			runtime = 1;
 		} else {
 			eg_rp_receipt_init(j, i, &r);
 			if (launch_step(j, i, stepfd, &r) == -1)
