@@ -743,6 +743,9 @@ eg_rp_open_stepfd(struct job *j, size_t i)
  * longer names that directory the run is not sealed at all: the step
  * that ran may have put a forged copy there.
  */
+/* the record module said "unknown option" to --fd: it is older */
+static int no_seal_fd;
+
 void
 eg_rp_seal(struct job *j)
 {
@@ -771,17 +774,22 @@ eg_rp_seal(struct job *j)
 		snprintf(keybuf, sizeof(keybuf), "%s", j->key);
 		av[ac++] = keybuf;
 	}
-	av[ac++] = opt_fd;
-	av[ac++] = fdbuf;
-	av[ac++] = j->dir;
-	av[ac] = NULL;
-	rc = egress_module_main("record", ac, av, err, sizeof(err));
+	rc = 2;
+	if (!no_seal_fd) {
+		av[ac++] = opt_fd;
+		av[ac++] = fdbuf;
+		av[ac++] = j->dir;
+		av[ac] = NULL;
+		rc = egress_module_main("record", ac, av, err, sizeof(err));
+		ac -= 3;
+	}
 	if (rc == 2) {
-		/* a record module without --fd (usage error): the same
-		 * directory through its descriptor's /proc path */
+		/* a record module without --fd (its usage error, once per
+		 * process): the same directory through its descriptor's
+		 * /proc path */
+		no_seal_fd = 1;
 		snprintf(procdir, sizeof(procdir), "/proc/self/fd/%d",
 		    j->dirfd);
-		ac -= 3;
 		av[ac++] = procdir;
 		av[ac] = NULL;
 		rc = egress_module_main("record", ac, av, err, sizeof(err));
