@@ -735,6 +735,9 @@ eg_rp_open_stepfd(struct job *j, size_t i)
 	    O_CLOEXEC);
 }
 
+/* the record module said "unknown option" to --fd: it is older */
+static int no_seal_fd;
+
 /*
  * Seal the record: "record seal --fd N DIR", N being the descriptor the
  * record directory was opened with when it was made (or checked by
@@ -743,9 +746,6 @@ eg_rp_open_stepfd(struct job *j, size_t i)
  * longer names that directory the run is not sealed at all: the step
  * that ran may have put a forged copy there.
  */
-/* the record module said "unknown option" to --fd: it is older */
-static int no_seal_fd;
-
 void
 eg_rp_seal(struct job *j)
 {
