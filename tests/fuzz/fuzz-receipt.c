@@ -21,6 +21,20 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static int dirfd_ = -1;
+static char tmpl[] = "/tmp/fuzz-receipt.XXXXXX";
+
+/* the scratch directory goes at exit (make check runs this often) */
+static void
+cleanup(void)
+{
+	static const char *const names[] = { "run.json", "receipt.json",
+	    "exit.json", "keeper.json", NULL };
+	size_t i;
+
+	for (i = 0; names[i] != NULL; i++)
+		(void)unlinkat(dirfd_, names[i], 0);
+	(void)rmdir(tmpl);
+}
 
 static void
 bounded(const char *s, size_t cap)
@@ -49,13 +63,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	struct rp_run run, back;
 	struct rp_receipt r;
 	struct rp_exit x;
-	char tmpl[] = "/tmp/fuzz-receipt.XXXXXX", start[80], cstart[80];
+	char start[80], cstart[80];
 	long pid, cpid;
 
 	if (dirfd_ == -1) {
 		if (mkdtemp(tmpl) == NULL ||
 		    (dirfd_ = open(tmpl, O_RDONLY | O_DIRECTORY)) == -1)
 			abort();
+		atexit(cleanup);
 	}
 	put("run.json", data, len);
 	put("receipt.json", data, len);
