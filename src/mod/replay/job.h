@@ -48,7 +48,7 @@ struct job {
 	struct proxy		*px;
 	const char		*key;
 	int			 resume;
-	const char		*force;		/* --resume --force --reason */
+	const char		*force;		/* --force --reason TEXT */
 	int			 exit;
 	int			 started;	/* thread started */
 	pthread_t		 tid;

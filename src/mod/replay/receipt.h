@@ -40,7 +40,7 @@ struct rp_run {
 	int		has_exit, exit;
 	unsigned	deadline;
 	char		cancel_reason[512];	/* "": null */
-	char		force_reason[512];	/* --resume --force; "": null */
+	char		force_reason[512];	/* --force; "": null */
 	int		public;
 	/* the record directory's identity when it was made (has_dirid 0:
 	 * a run.json from before it was recorded) */
