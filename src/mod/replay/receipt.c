@@ -275,7 +275,16 @@ eg_rp_run_write(int dirfd, const struct rp_run *r)
 	json_object_set_new(o, "deadline", json_integer(r->deadline));
 	json_object_set_new(o, "cancel_reason", str_or_null(
 	    r->cancel_reason));
+	if (r->force_reason[0] != '\0')
+		json_object_set_new(o, "force_reason",
+		    json_string(r->force_reason));
 	json_object_set_new(o, "public", json_boolean(r->public));
+	if (r->has_dirid) {
+		json_object_set_new(o, "dir_dev",
+		    json_integer((json_int_t)r->dir_dev));
+		json_object_set_new(o, "dir_ino",
+		    json_integer((json_int_t)r->dir_ino));
+	}
 	json_object_set_new(s, "pid", json_integer(r->sup_pid));
 	json_object_set_new(s, "pid_start", json_string(r->sup_start));
 	json_object_set_new(o, "supervisor", s);
@@ -291,7 +300,7 @@ int
 eg_rp_run_read(int dirfd, struct rp_run *r)
 {
 	json_t *o, *s;
-	long long v;
+	long long v, dev, ino;
 
 	memset(r, 0, sizeof(*r));
 	if ((o = load_at(dirfd, "run.json")) == NULL)
@@ -312,7 +321,14 @@ eg_rp_run_read(int dirfd, struct rp_run *r)
 		r->deadline = (unsigned)v;
 	get_str(o, "cancel_reason", r->cancel_reason,
 	    sizeof(r->cancel_reason));
+	get_str(o, "force_reason", r->force_reason,
+	    sizeof(r->force_reason));
 	r->public = json_is_true(json_object_get(o, "public"));
+	if (get_int(o, "dir_dev", &dev) && get_int(o, "dir_ino", &ino)) {
+		r->has_dirid = 1;
+		r->dir_dev = (unsigned long long)dev;
+		r->dir_ino = (unsigned long long)ino;
+	}
 	s = json_object_get(o, "supervisor");
 	if (json_is_object(s)) {
 		if (get_int(s, "pid", &v))

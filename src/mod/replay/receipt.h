@@ -40,7 +40,12 @@ struct rp_run {
 	int		has_exit, exit;
 	unsigned	deadline;
 	char		cancel_reason[512];	/* "": null */
+	char		force_reason[512];	/* --force; "": null */
 	int		public;
+	/* the record directory's identity when it was made (has_dirid 0:
+	 * a run.json from before it was recorded) */
+	int		has_dirid;
+	unsigned long long dir_dev, dir_ino;
 	long		sup_pid;
 	char		sup_start[80];
 	int		steps;

@@ -707,6 +707,22 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	return 1;
 }
 
+/*
+ * --resume --force --reason TEXT: a step that cannot be decided is closed
+ * as original_exit_unknown (never launched again), the reason in its
+ * receipt's note (and so in the record) and in run.json.
+ */
+static void
+force_unknown(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
+{
+	snprintf(r->note, sizeof(r->note), "closed by --resume --force: %s",
+	    j->force);
+	fprintf(stderr, "egressd replay: step %02zu-%s: closed as "
+	    "original_exit_unknown (--force: %s)\n", i + 1, r->step,
+	    j->force);
+	collect_exit(j, i, stepfd, r);
+}
+
 /* --- a whole job ------------------------------------------------------------- */
 
 int
@@ -719,30 +735,70 @@ eg_rp_open_stepfd(struct job *j, size_t i)
 	    O_CLOEXEC);
 }
 
+/* the record module said "unknown option" to --fd: it is older */
+static int no_seal_fd;
+
+/*
+ * Seal the record: "record seal --fd N DIR", N being the descriptor the
+ * record directory was opened with when it was made (or checked by
+ * --resume), DIR only for messages, so that a path a step renamed or
+ * replaced is never what gets sealed and signed.  When the path no
+ * longer names that directory the run is not sealed at all: the step
+ * that ran may have put a forged copy there.
+ */
 void
 eg_rp_seal(struct job *j)
 {
-	char cmd_record[] = "record", cmd_seal[] = "seal";
-	char *av[6], err[512], keybuf[PATH_MAX];
+	char cmd_record[] = "record", cmd_seal[] = "seal", opt_fd[] = "--fd";
+	char opt_key[] = "--key";
+	char *av[8], err[512], keybuf[PATH_MAX], fdbuf[32], real[PATH_MAX];
+	char procdir[64];
 	int ac = 0, rc;
 
 	if (!eg_rp_has_module("record"))
 		return;
+	eg_rp_fd_path(j->dirfd, real, sizeof(real));
+	if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+		eg_rp_warn("%s: the record directory was renamed or replaced "
+		    "during the run; nothing was sealed or signed (the run's "
+		    "record is now at %s)", j->dir, real);
+		if (j->exit < RP_EX_RUNTIME)
+			j->exit = RP_EX_RUNTIME;
+		return;
+	}
+	snprintf(fdbuf, sizeof(fdbuf), "%d", j->dirfd);
 	av[ac++] = cmd_record;
 	av[ac++] = cmd_seal;
 	if (j->key != NULL) {
-		av[ac++] = (char *)"--key";
+		av[ac++] = opt_key;
 		snprintf(keybuf, sizeof(keybuf), "%s", j->key);
 		av[ac++] = keybuf;
 	}
-	av[ac++] = j->dir;
-	av[ac] = NULL;
-	rc = egress_module_main("record", ac, av, err, sizeof(err));
+	rc = 2;
+	if (!no_seal_fd) {
+		av[ac++] = opt_fd;
+		av[ac++] = fdbuf;
+		av[ac++] = j->dir;
+		av[ac] = NULL;
+		rc = egress_module_main("record", ac, av, err, sizeof(err));
+		ac -= 3;
+	}
+	if (rc == 2) {
+		/* a record module without --fd (its usage error, once per
+		 * process): the same directory through its descriptor's
+		 * /proc path */
+		no_seal_fd = 1;
+		snprintf(procdir, sizeof(procdir), "/proc/self/fd/%d",
+		    j->dirfd);
+		av[ac++] = procdir;
+		av[ac] = NULL;
+		rc = egress_module_main("record", ac, av, err, sizeof(err));
+	}
 	if (rc == -1 && strstr(err, "not compiled in") != NULL)
 		return;
 	if (rc != 0) {
-		eg_rp_warn("%s: record eg_rp_seal failed%s%s", j->dir, err[0] ? ": " :
-		    "", err);
+		eg_rp_warn("%s: sealing the record failed%s%s", real,
+		    err[0] ? ": " : "", err);
 		if (j->exit == RP_EX_OK)
 			j->exit = RP_EX_RUNTIME;
 	}
@@ -778,8 +834,12 @@ eg_rp_job_main(void *arg)
 			/* done before a crash */
 		} else if (faccessat(stepfd, "launch.claim", F_OK,
 		    AT_SYMLINK_NOFOLLOW) == 0 || r.pid != 0) {
-			if (resume_claimed(j, i, stepfd, &r) == 1)
-				unresolved = 1;
+			if (resume_claimed(j, i, stepfd, &r) == 1) {
+				if (j->force != NULL)
+					force_unknown(j, i, stepfd, &r);
+				else
+					unresolved = 1;
+			}
 		} else if (unresolved) {
 			/* after an unresolved step nothing is decided */
 		} else if (deadline > 0 && eg_rp_now_ms() >= deadline) {
@@ -790,6 +850,14 @@ eg_rp_job_main(void *arg)
 		} else if (eg_rp_cancel_requested(j)) {
 			never_run(j, i, stepfd, &r, "skipped");
 			cancelled = 1;
+		} else if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+			/* a step renamed or replaced the record directory:
+			 * the next one would be given the wrong one (bound
+			 * read-only by path, the keeper's files by path) */
+			eg_rp_warn("%s: the record directory was renamed or "
+			    "replaced; no further step is launched", j->dir);
+			never_run(j, i, stepfd, &r, "skipped");
+			runtime = 1;
 		} else {
 			eg_rp_receipt_init(j, i, &r);
 			if (launch_step(j, i, stepfd, &r) == -1)
