@@ -40,6 +40,7 @@
 #include "receipt.h"
 #include "replay.h"
 #include "job.h"
+#include "redact.h"
 
 extern const char eg_cfg_default_text[];
 
@@ -143,9 +144,9 @@ static int
 record_create(struct job *j, const char *config_text, size_t config_len)
 {
 	struct rp_receipt r;
-	char name[RP_NAME_MAX + 8], canon[PATH_MAX];
-	size_t i;
-	int fd;
+	char name[RP_NAME_MAX + 8], canon[PATH_MAX], *red;
+	size_t i, redlen;
+	int fd, rc;
 
 	if (eg_rp_mkdir_p(j->dir, 0755) == -1) {
 		eg_rp_warn("%s: %s%s", j->dir, strerror(errno), errno == EEXIST ?
@@ -167,7 +168,15 @@ record_create(struct job *j, const char *config_text, size_t config_len)
 	    O_CLOEXEC);
 	if (j->privfd == -1 || j->stepsfd == -1)
 		return -1;
-	if (write_file(j->dirfd, "plan.ini", j->plan_text, j->plan_len) == -1 ||
+	/* the copy of the plan holds no secret value (SPEC guarantee 7) */
+	if ((red = rp_redact_mem(j->secrets, j->nsecrets, j->plan_text,
+	    j->plan_len, &redlen, NULL)) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	rc = write_file(j->dirfd, "plan.ini", red, redlen);
+	eg_free(red);
+	if (rc == -1 ||
 	    write_file(j->dirfd, "config.ini", config_text, config_len) == -1 ||
 	    origin_write(j) == -1)
 		return -1;
@@ -215,6 +224,31 @@ secrets_load(struct job *j)
 }
 
 /* --- the proxy --------------------------------------------------------------- */
+
+/* The session's audit lines: secret values replaced before they are
+ * written and chained (SPEC guarantee 7). */
+static int
+secrets_redact(struct proxy *px, struct job *j)
+{
+	const char **v;
+	size_t i;
+	int rc;
+
+	if (j->nsecrets == 0)
+		return 0;
+	if ((v = eg_calloc(j->nsecrets, sizeof(*v))) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	for (i = 0; i < j->nsecrets; i++)
+		v[i] = j->secrets[i].val;
+	rc = egress_session_set_redact(px->ex, j->session, v, j->nsecrets);
+	eg_free(v);
+	if (rc == -1)
+		eg_rp_warn("session %s: %s", j->session,
+		    egress_errmsg(px->ex));
+	return rc;
+}
 
 static void
 on_log(int level, const char *msg, void *arg)
@@ -300,6 +334,8 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 			    egress_errmsg(px->ex));
 			return RP_EX_RUNTIME;
 		}
+		if (secrets_redact(px, j) == -1)
+			return RP_EX_RUNTIME;
 	}
 	return 0;
 }
@@ -594,11 +630,12 @@ eg_rp_run_plans(const struct rp_opts *o)
 			cfg_len = strlen(eg_cfg_default_text);
 			cfg_text = eg_strdup(eg_cfg_default_text);
 		}
-		r = record_create(j, cfg_text != NULL ? cfg_text : "",
+		r = secrets_load(j) == -1 ? -1 : record_create(j,
+		    cfg_text != NULL ? cfg_text : "",
 		    cfg_text != NULL ? cfg_len : 0);
 		eg_free(cfg_text);
 		cfg_text = NULL;
-		if (r == -1 || secrets_load(j) == -1) {
+		if (r == -1) {
 			rc = RP_EX_RUNTIME;
 			goto out;
 		}
