@@ -224,6 +224,45 @@ secrets_load(struct job *j)
 }
 
 /* --- the proxy --------------------------------------------------------------- */
+/*
+ * --resume: the record's plan.ini has the secret values [REDACTED].  When
+ * the plan file it was copied from, redacted with today's values, gives
+ * the same bytes, the steps left are run from that file (the value the
+ * plan wrote, the same command_sha256); else from the copy as it is.
+ */
+static void
+plan_unredact(struct job *j, const char *path, const char *plandir,
+    const char *cfg)
+{
+	struct rp_plan *p;
+	char *orig, *red = NULL;
+	size_t olen, rlen;
+
+	if (memmem(j->plan_text, j->plan_len, "[REDACTED]", 10) == NULL)
+		return;
+	if ((orig = eg_rp_slurp(AT_FDCWD, path, RP_PLAN_MAX, &olen)) == NULL)
+		return;
+	if (secrets_load(j) == 0)
+		red = rp_redact_mem(j->secrets, j->nsecrets, orig, olen, &rlen,
+		    NULL);
+	eg_free(j->secrets);
+	j->secrets = NULL;
+	j->nsecrets = 0;
+	if (red == NULL || rlen != j->plan_len ||
+	    memcmp(red, j->plan_text, rlen) != 0 ||
+	    (p = load_plan(path, plandir, orig, olen, cfg, 0)) == NULL) {
+		eg_free(red);
+		eg_free(orig);
+		return;
+	}
+	eg_free(red);
+	eg_rp_plan_free(j->plan);
+	j->plan = p;
+	eg_free(j->plan_text);
+	j->plan_text = orig;
+	j->plan_len = olen;
+}
+
 
 /* The session's audit lines: secret values replaced before they are
  * written and chained (SPEC guarantee 7). */
@@ -772,6 +811,8 @@ eg_rp_resume(const char *dir, const char *key)
 	snprintf(cfg, sizeof(cfg), "%s/config.ini", j->dir);
 	j->plan = load_plan(plan_path, plandir, j->plan_text, j->plan_len,
 	    cfg, 0);
+	if (j->plan != NULL)
+		plan_unredact(j, plan_path, plandir, cfg);
 	json_decref(org);
 	if (j->plan == NULL) {
 		job_free(j);
