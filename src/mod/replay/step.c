@@ -172,13 +172,15 @@ static int
 step_hides(const struct job *j, struct rp_strv *av)
 {
 	const char *wd = j->plan->workdir, *home = getenv("HOME");
-	char parent[PATH_MAX], *slash;
+	char parent[PATH_MAX], *slash, hr[PATH_MAX];
 	size_t n;
 	int ok = 0;
 
-	if (home != NULL && home[0] == '/' && strcmp(home, wd) != 0) {
+	/* as egressd run treats its own $HOME: "/" is no home to hide */
+	if (home != NULL && home[0] == '/' && realpath(home, hr) != NULL &&
+	    strcmp(hr, "/") != 0 && strcmp(hr, wd) != 0) {
 		ok |= eg_rp_strv_add(av, "--hide");
-		ok |= eg_rp_strv_add(av, home);
+		ok |= eg_rp_strv_add(av, hr);
 	}
 	snprintf(parent, sizeof(parent), "%s", j->dir);
 	slash = strrchr(parent, '/');

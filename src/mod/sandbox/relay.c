@@ -612,6 +612,9 @@ eg_sb_relay_main(int argc, char *argv[])
 		/* fail closed: never run the command unfiltered */
 		if (eg_sb_filter_load(filt, err, sizeof(err)) == -1) {
 			fprintf(stderr, "egressd relay: %s\n", err);
+			ch = -1;	/* not launched: no sandbox */
+			if (xfd != -1)
+				(void)write((int)xfd, &ch, sizeof(ch));
 			_exit(3);
 		}
 		execvp(argv[optind], argv + optind);
