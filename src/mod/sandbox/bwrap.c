@@ -312,6 +312,44 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
 #undef BIND
 }
 
+/*
+ * A hidden path lying below a writable bind (the working directory, a
+ * --rw path) could still be moved away with a folder above it (mv out
+ * out.old, and a new out/... put in its place): each folder between that
+ * bind and the path is bound over itself, a mount point that cannot be
+ * renamed or removed (EBUSY) while it stays as writable as it was; the
+ * binds below it go on top again.
+ */
+static void
+pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
+    const char *path)
+{
+	const char *root = NULL;
+	char anc[PATH_MAX], *p;
+	size_t i, n;
+
+	if (eg_sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
+		root = s->cwd;
+	for (i = 0; s->rw != NULL && i < s->rw->n; i++)
+		if (eg_sb_path_under(path, s->rw->v[i]) &&
+		    strcmp(path, s->rw->v[i]) != 0 && (root == NULL ||
+		    strlen(s->rw->v[i]) > strlen(root)))
+			root = s->rw->v[i];
+	if (root == NULL || snprintf(anc, sizeof(anc), "%s", path) >=
+	    (int)sizeof(anc))
+		return;
+	n = strlen(root);
+	/* each ancestor strictly between root and path, outermost first */
+	for (p = anc + n + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		eg_sb_strv_add(a, "--bind");
+		eg_sb_strv_add(a, anc);
+		eg_sb_strv_add(a, anc);
+		add_binds(s, a, anc);
+		*p = '/';
+	}
+}
+
 int
 eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
@@ -368,6 +406,7 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * directory under it); the binds strictly below it come back on top.
 	 */
 	for (i = 0; s->hide != NULL && i < s->hide->n; i++) {
+		pin_parents(s, a, s->hide->v[i]);
 		eg_sb_strv_add(a, "--tmpfs");
 		eg_sb_strv_add(a, s->hide->v[i]);
 		add_binds(s, a, s->hide->v[i]);
