@@ -290,6 +290,18 @@ EGRESS_API int	egress_session_delete(struct egress *ex, const char *name,
 EGRESS_API int	egress_session_set_step(struct egress *ex,
 		    const char *session, const char *step);
 /*
+ * Redact the audit lines of one session (NULL/"default": the default
+ * one): from now on every occurrence of each of the n values (each 8
+ * bytes or more; shorter ones are ignored) in any string field of its
+ * events (host, sni, method, client, addr, rule, phase, step, ...) is
+ * replaced by "[REDACTED]" before the line is formatted, chained and
+ * written, kept in the ring or passed to a subscriber.  The match ignores
+ * ASCII case (hosts are lower-cased).  The values are copied; a later
+ * call replaces the list (n 0: none).  errno ENOENT, ENOMEM.
+ */
+EGRESS_API int	egress_session_set_redact(struct egress *ex,
+		    const char *session, const char *const *values, size_t n);
+/*
  * Send one session's audit lines (and only its lines, including its
  * PHASE lines and its SESSION close line from now on) to the file path,
  * opened O_APPEND|O_CREAT|O_NOFOLLOW mode 0600, instead of the main log.

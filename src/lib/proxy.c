@@ -212,6 +212,32 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->action = e->action;
 }
 
+/*
+ * egress_session_set_redact(): every string field of ev with the values
+ * replaced, the new strings carved out of buf (a field that finds no
+ * room left is "[REDACTED]" whole: nothing of a value gets through).
+ */
+static void
+redact_event(const struct eg_redact *rd, struct egress_event *ev, char *buf,
+    size_t cap)
+{
+	const char **f[] = { &ev->host, &ev->phase, &ev->session,
+	    &ev->client, &ev->method, &ev->addr, &ev->rule, &ev->reason,
+	    &ev->report, &ev->end, &ev->sni, &ev->from, &ev->by,
+	    &ev->action, &ev->step };
+	const char *r;
+	size_t i, used = 0;
+
+	for (i = 0; i < nitems(f); i++) {
+		if (*f[i] == NULL)
+			continue;
+		r = eg_redact_str(rd, *f[i], buf + used, cap - used);
+		if (r == buf + used)
+			used += strlen(r) + 1;
+		*f[i] = r;
+	}
+}
+
 /* The file an event of s goes to: its own, or the main log. */
 static struct eg_audit *
 event_audit(struct egress *ex, struct eg_session *s)
@@ -228,12 +254,18 @@ int
 eg_emit(struct egress *ex, const struct eg_event *e)
 {
 	struct egress_event ev;
+	const struct eg_redact *rd;
+	char rbuf[2 * EG_AUDIT_LINE];
 	size_t i;
 	int rc, change;
 
 	emit_public(e, &ev);
 	ev.step = __atomic_load_n(e->sess != NULL ? &e->sess->step :
 	    &ex->def.step, __ATOMIC_ACQUIRE);
+	rd = __atomic_load_n(e->sess != NULL ? &e->sess->redact :
+	    &ex->def.redact, __ATOMIC_ACQUIRE);
+	if (rd != NULL)
+		redact_event(rd, &ev, rbuf, sizeof(rbuf));
 	/* counted against its session, kept in its ring, written to its
 	 * file (egress_session_set_audit()) or the main log */
 	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
@@ -638,6 +670,7 @@ egress_free(struct egress *ex)
 	eg_modules_fini(ex);
 	eg_audit_close(ex->def.audit_file);
 	eg_labels_free(ex->def.labels);
+	eg_redacts_free(ex->def.redacts);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);

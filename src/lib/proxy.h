@@ -104,6 +104,11 @@ struct eg_session {
 	 * is freed, as a loop thread may still be formatting one */
 	const char		*step;
 	struct eg_label		*labels;
+	/* egress_session_set_redact(): the values replaced in its events
+	 * (atomic pointer, NULL: none); kept until the session is freed,
+	 * like the labels */
+	const struct eg_redact	*redact;
+	struct eg_redact	*redacts;
 	/* egress_session_set_audit(): its own file (atomic; NULL: the main
 	 * log), and the file, kept open until the session is freed */
 	struct eg_audit		*audit;
@@ -113,6 +118,16 @@ struct eg_session {
 struct eg_label {
 	struct eg_label		*next;
 	char			 name[];
+};
+
+/* egress_session_set_redact(): values ([n]), each at least
+ * EG_REDACT_MIN bytes; maxlen the longest. */
+#define EG_REDACT_MIN	8
+struct eg_redact {
+	struct eg_redact	*next;
+	size_t			 n, maxlen;
+	size_t			*len;
+	char			**val;
 };
 
 struct eg_lsock {			/* a bound listening socket */
@@ -335,6 +350,12 @@ int	eg_audit_chain_setup(struct egress *, struct eg_audit *a,
 
 /* session.c */
 void	eg_labels_free(struct eg_label *);
+void	eg_redacts_free(struct eg_redact *);
+/* s with every value of r replaced by "[REDACTED]" (ASCII case ignored),
+ * written to out (cap bytes); s itself when nothing matched; when the
+ * result does not fit, "[REDACTED]" alone (nothing of a value leaks). */
+const char *eg_redact_str(const struct eg_redact *r, const char *s,
+	    char *out, size_t cap);
 
 /* worker.c: the per-client connection table */
 int	eg_client_acquire(struct egress *, const struct sockaddr *,

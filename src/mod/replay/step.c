@@ -156,6 +156,48 @@ step_env(const struct job *j, const struct rp_step *st,
 	return 0;
 }
 
+/*
+ * What a sandboxed step must not see (SPEC guarantee 9), as egressd run
+ * --hide paths: the caller's home wherever it is (the keeper's
+ * environment has no HOME, so egressd run would only hide /home, /root
+ * and the passwd homes), unless it is the workdir itself (the workdir and
+ * the plan's rw/ro paths below it stay shown); and the record
+ * directories: the record directory's parent, which holds the other
+ * runs' records too, so that the step can neither read them nor rename
+ * or replace the path the supervisor seals (a mount point cannot be
+ * moved), or the record directory alone when its parent is the workdir,
+ * one of its ancestors or "/".
+ */
+static int
+step_hides(const struct job *j, struct rp_strv *av)
+{
+	const char *wd = j->plan->workdir, *home = getenv("HOME");
+	char parent[PATH_MAX], *slash, hr[PATH_MAX];
+	size_t n;
+	int ok = 0;
+
+	/* as egressd run treats its own $HOME: "/" is no home to hide */
+	if (home != NULL && home[0] == '/' && realpath(home, hr) != NULL &&
+	    strcmp(hr, "/") != 0 && strcmp(hr, wd) != 0) {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, hr);
+	}
+	snprintf(parent, sizeof(parent), "%s", j->dir);
+	slash = strrchr(parent, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	n = strlen(parent);
+	if (slash == NULL || n == 0 || (strncmp(wd, parent, n) == 0 &&
+	    (wd[n] == '\0' || wd[n] == '/'))) {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, j->dir);
+	} else {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, parent);
+	}
+	return ok;
+}
+
 /* The keeper's command: argv, or egressd run ... -- argv. */
 static int
 step_cmd(const struct job *j, const struct rp_step *st,
@@ -163,7 +205,7 @@ step_cmd(const struct job *j, const struct rp_step *st,
     struct rp_strv *av)
 {
 	char num[32], *eq, name[160];
-	size_t i, n;
+	size_t i;
 	int ok = 0;
 
 	ok |= eg_rp_strv_add(av, "egressd");
@@ -176,6 +218,8 @@ step_cmd(const struct job *j, const struct rp_step *st,
 	ok |= eg_rp_strv_add(av, num);
 	snprintf(num, sizeof(num), "%lld", (long long)deadline);
 	ok |= eg_rp_strv_add(av, num);
+	if (st->sandbox == RP_SB_BWRAP)
+		ok |= eg_rp_strv_add(av, "--launch-fd");
 	ok |= eg_rp_strv_add(av, "--");
 	if (st->sandbox == RP_SB_BWRAP) {
 		ok |= eg_rp_strv_add(av, eg_rp_exe);
@@ -184,6 +228,9 @@ step_cmd(const struct job *j, const struct rp_step *st,
 		ok |= eg_rp_strv_add(av, j->sock);
 		ok |= eg_rp_strv_add(av, "--sandbox");
 		ok |= eg_rp_strv_add(av, "bwrap");
+		/* the keeper's launch-status pipe (keeper.c) */
+		ok |= eg_rp_strv_add(av, "--launch-fd");
+		ok |= eg_rp_strv_add(av, "3");
 		for (i = 0; i < st->rw.n; i++) {
 			ok |= eg_rp_strv_add(av, "--rw");
 			ok |= eg_rp_strv_add(av, st->rw.v[i]);
@@ -192,13 +239,7 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			ok |= eg_rp_strv_add(av, "--ro");
 			ok |= eg_rp_strv_add(av, st->ro.v[i]);
 		}
-		/* the record under workdir: read-only inside */
-		n = strlen(j->plan->workdir);
-		if (strncmp(j->dir, j->plan->workdir, n) == 0 &&
-		    j->dir[n] == '/') {
-			ok |= eg_rp_strv_add(av, "--ro");
-			ok |= eg_rp_strv_add(av, j->dir);
-		}
+		ok |= step_hides(j, av);
 		/* what we set is passed even if it looks secret */
 		for (i = 0; i < st->env.n; i++) {
 			eq = strchr(st->env.v[i], '=');
@@ -459,6 +500,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	c.secrets = j->secrets;
 	c.nsecrets = j->nsecrets;
 	c.max_file = RP_FILE_CAP;
+	c.keeper_died = strcmp(r->termination, "original_exit_unknown") == 0;
 	err[0] = '\0';
 	if (rp_capture_step(&c, err, sizeof(err)) == -1)
 		eg_rp_warn("step %s: capture: %s", st->name, err);

@@ -40,6 +40,7 @@
 #include "receipt.h"
 #include "replay.h"
 #include "job.h"
+#include "redact.h"
 
 extern const char eg_cfg_default_text[];
 
@@ -248,8 +249,8 @@ record_create(struct job *j, const char *config_text, size_t config_len,
     int fixed)
 {
 	struct rp_receipt r;
-	char name[RP_NAME_MAX + 8];
-	size_t i;
+	char name[RP_NAME_MAX + 8], *red;
+	size_t i, redlen;
 	int fd, rc;
 
 	if ((rc = record_mkdir(j, fixed)) != 0)
@@ -267,7 +268,15 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 	    O_NOFOLLOW | O_CLOEXEC);
 	if (j->privfd == -1 || j->stepsfd == -1)
 		return -1;
-	if (write_file(j->dirfd, "plan.ini", j->plan_text, j->plan_len) == -1 ||
+	/* the copy of the plan holds no secret value (SPEC guarantee 7) */
+	if ((red = rp_redact_mem(j->secrets, j->nsecrets, j->plan_text,
+	    j->plan_len, &redlen, NULL)) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	rc = write_file(j->dirfd, "plan.ini", red, redlen);
+	eg_free(red);
+	if (rc == -1 ||
 	    write_file(j->dirfd, "config.ini", config_text, config_len) == -1 ||
 	    origin_write(j) == -1)
 		return -1;
@@ -315,6 +324,70 @@ secrets_load(struct job *j)
 }
 
 /* --- the proxy --------------------------------------------------------------- */
+/*
+ * --resume: the record's plan.ini has the secret values [REDACTED].  When
+ * the plan file it was copied from, redacted with today's values, gives
+ * the same bytes, the steps left are run from that file (the value the
+ * plan wrote, the same command_sha256); else from the copy as it is.
+ */
+static void
+plan_unredact(struct job *j, const char *path, const char *plandir,
+    const char *cfg)
+{
+	struct rp_plan *p;
+	char *orig, *red = NULL;
+	size_t olen, rlen;
+
+	if (memmem(j->plan_text, j->plan_len, "[REDACTED]", 10) == NULL)
+		return;
+	if ((orig = eg_rp_slurp(AT_FDCWD, path, RP_PLAN_MAX, &olen)) == NULL)
+		return;
+	if (secrets_load(j) == 0)
+		red = rp_redact_mem(j->secrets, j->nsecrets, orig, olen, &rlen,
+		    NULL);
+	eg_free(j->secrets);
+	j->secrets = NULL;
+	j->nsecrets = 0;
+	if (red == NULL || rlen != j->plan_len ||
+	    memcmp(red, j->plan_text, rlen) != 0 ||
+	    (p = load_plan(path, plandir, orig, olen, cfg, 0)) == NULL) {
+		eg_free(red);
+		eg_free(orig);
+		return;
+	}
+	eg_free(red);
+	eg_rp_plan_free(j->plan);
+	j->plan = p;
+	eg_free(j->plan_text);
+	j->plan_text = orig;
+	j->plan_len = olen;
+}
+
+
+/* The session's audit lines: secret values replaced before they are
+ * written and chained (SPEC guarantee 7). */
+static int
+secrets_redact(struct proxy *px, struct job *j)
+{
+	const char **v;
+	size_t i;
+	int rc;
+
+	if (j->nsecrets == 0)
+		return 0;
+	if ((v = eg_calloc(j->nsecrets, sizeof(*v))) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	for (i = 0; i < j->nsecrets; i++)
+		v[i] = j->secrets[i].val;
+	rc = egress_session_set_redact(px->ex, j->session, v, j->nsecrets);
+	eg_free(v);
+	if (rc == -1)
+		eg_rp_warn("session %s: %s", j->session,
+		    egress_errmsg(px->ex));
+	return rc;
+}
 
 static void
 on_log(int level, const char *msg, void *arg)
@@ -403,6 +476,8 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 			    egress_errmsg(px->ex));
 			return RP_EX_RUNTIME;
 		}
+		if (secrets_redact(px, j) == -1)
+			return RP_EX_RUNTIME;
 	}
 	return 0;
 }
@@ -702,11 +777,12 @@ eg_rp_run_plans(const struct rp_opts *o)
 			cfg_len = strlen(eg_cfg_default_text);
 			cfg_text = eg_strdup(eg_cfg_default_text);
 		}
-		r = record_create(j, cfg_text != NULL ? cfg_text : "",
+		r = secrets_load(j) == -1 ? -1 : record_create(j,
+		    cfg_text != NULL ? cfg_text : "",
 		    cfg_text != NULL ? cfg_len : 0, o->out != NULL);
 		eg_free(cfg_text);
 		cfg_text = NULL;
-		if (r != 0 || secrets_load(j) == -1) {
+		if (r != 0) {
 			rc = r == -2 ? RP_EX_USAGE : RP_EX_RUNTIME;
 			goto out;
 		}
@@ -884,6 +960,8 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 	snprintf(cfg, sizeof(cfg), "/proc/self/fd/%d/config.ini", j->dirfd);
 	j->plan = load_plan(plan_path, plandir, j->plan_text, j->plan_len,
 	    cfg, 0);
+	if (j->plan != NULL)
+		plan_unredact(j, plan_path, plandir, cfg);
 	json_decref(org);
 	if (j->plan == NULL) {
 		job_free(j);

@@ -66,6 +66,8 @@ struct run_opts {
 	int		 mode_set;	/* --sandbox given */
 	struct sb_strv	 rw, ro;	/* resolved */
 	struct sb_strv	 env;		/* NAME or NAME=VALUE */
+	struct sb_strv	 hide;		/* --hide, resolved */
+	int		 launch_fd;	/* --launch-fd; -1: none */
 	double		 timeout;	/* seconds; 0: none */
 	char *const	*cmd;
 };
@@ -79,7 +81,8 @@ static const char run_usage[] =
 "usage: egressd run [-c FILE] [--phase NAME] [--sandbox auto|bwrap|none]\n"
 "                   [--proxy SOCKET] [--rw PATH]... [--ro PATH]...\n"
 "                   [--env NAME[=VALUE]]... [--timeout SECONDS]\n"
-"                   [--audit PATH] -- CMD [ARGS]\n";
+"                   [--audit PATH] [--hide PATH]... [--launch-fd FD]\n"
+"                   -- CMD [ARGS]\n";
 
 static const char run_help[] =
 "\n"
@@ -120,6 +123,13 @@ static const char run_help[] =
 "                        (SIGTERM, 2 s grace, SIGKILL) and exit 124\n"
 "  --audit PATH          keep the audit log there (default: the\n"
 "                        configuration's audit_log, else discarded)\n"
+"  --hide PATH           also hidden inside: an empty read-only tmpfs over\n"
+"                        PATH, the working dir and --rw/--ro paths below\n"
+"                        it still shown (repeatable; egressd replay hides\n"
+"                        the caller's home and the record directories)\n"
+"  --launch-fd FD        write an int there when CMD was not launched\n"
+"                        (-1: no sandbox; else the exec errno), so that a\n"
+"                        launcher tells that from CMD's own exit status\n"
 "  -h, --help            this text\n"
 "\n"
 "Environment: variables whose name contains TOKEN, SECRET, PASSWORD,\n"
@@ -405,11 +415,14 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 		{ "env", required_argument, NULL, 'e' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "audit", required_argument, NULL, 'a' },
+		{ "hide", required_argument, NULL, 'H' },
+		{ "launch-fd", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char *end;
+	char *end, rp[PATH_MAX];
 	size_t n;
+	long v;
 	int ch;
 
 	optind = 0;	/* glibc: full re-initialisation */
@@ -466,6 +479,30 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 		case 'a':
 			o->audit = optarg;
 			break;
+		case 'H':
+			/* nothing there: nothing to hide */
+			if (realpath(optarg, rp) == NULL) {
+				if (errno == ENOENT)
+					break;
+				path_err("--hide", optarg, NULL, errno);
+				return 2;
+			}
+			if (strcmp(rp, "/") == 0)
+				return usage_err("--hide %s: not the whole "
+				    "file system", optarg);
+			eg_sb_strv_add(&o->hide, rp);
+			break;
+		case 'L':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 3 || v > 1023 || fcntl((int)v, F_GETFD) == -1)
+				return usage_err("--launch-fd %s: want an open "
+				    "descriptor (3 to 1023)", optarg);
+			o->launch_fd = (int)v;
+			/* only the launched side gets it (child_fds) */
+			(void)fcntl(o->launch_fd, F_SETFD, FD_CLOEXEC);
+			break;
 		case 'h':
 			fputs(run_usage, stdout);
 			fputs(run_help, stdout);
@@ -488,7 +525,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 	    o->audit != NULL))
 		return usage_err("%s", "--proxy uses a running egressd: -c, "
 		    "--phase and --audit belong to its configuration");
-	if (o->env.oom || o->rw.oom || o->ro.oom)
+	if (o->env.oom || o->rw.oom || o->ro.oom || o->hide.oom)
 		return usage_err("%s", "out of memory");
 	o->cmd = argv + optind;
 	return -1;
@@ -848,7 +885,7 @@ resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
  * (-1: none) becomes close-on-exec, so nothing of ours leaks inside.
  */
 static void
-child_fds(int keep, int keep2)
+child_fds(int keep, int keep2, int keep3)
 {
 	long fd, max;
 
@@ -863,6 +900,8 @@ child_fds(int keep, int keep2)
 		(void)fcntl(keep, F_SETFD, 0);
 	if (keep2 != -1)
 		(void)fcntl(keep2, F_SETFD, 0);
+	if (keep3 != -1)
+		(void)fcntl(keep3, F_SETFD, 0);
 }
 
 struct run_state {
@@ -878,6 +917,8 @@ struct run_state {
 	int			 audit_tmp;
 	char			 proxyrp[PATH_MAX];	/* --proxy */
 	char			 proxydir[PATH_MAX];	/* its folder */
+	int			 launched;	/* CMD's launch was tried (bwrap:
+						   the relay is up) */
 };
 
 /*
@@ -1157,6 +1198,18 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		return rc;
 	rc = 3;
 
+	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL &&
+	    eg_sb_bwrap_unusable(bw, sizeof(bw)) != NULL) {
+		struct stat bst;
+
+		fprintf(stderr, "egressd: bwrap cannot be used: %s is %s\n"
+		    "egressd: fix: reinstall bubblewrap, or run without any "
+		    "isolation with --sandbox none\n", bw,
+		    stat(bw, &bst) == -1 ? "a dangling link" :
+		    !S_ISREG(bst.st_mode) ? "not a regular file" :
+		    "not executable");
+		return 3;
+	}
 	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL) {
 		fprintf(stderr,
 "egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
@@ -1181,6 +1234,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	eg_sb_homes(&homes, getenv("HOME"));
 	for (i = 0; i < homes.n; i++)
 		eg_sb_strv_add(&hidden, homes.v[i]);
+	for (i = 0; i < st->o.hide.n; i++)
+		eg_sb_strv_add(&hidden, st->o.hide.v[i]);
 	eg_sb_strv_add(&hidden, "/tmp");
 	eg_sb_strv_add(&hidden, "/var/tmp");
 	eg_sb_strv_add(&hidden, "/run");
@@ -1224,6 +1279,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	}
 	spec.audit = audit[0] != '\0' ? audit : NULL;
 	spec.ready_fd = ready_fd;
+	spec.exec_fd = st->o.launch_fd;
+	spec.hide = &st->o.hide;
 	spec.cmd = st->o.cmd;
 	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
 	    keep.oom) {
@@ -1271,9 +1328,13 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		(void)sigaction(SIGPIPE, &sa, NULL);
-		child_fds(ready_w, args_fd);
+		/* bwrap: the relay inside reports an exec failure; none:
+		 * the descriptor stays close-on-exec, ours to report */
+		child_fds(ready_w, args_fd, bwrap ? st->o.launch_fd : -1);
 		execve(execpath, argv, envp);
 		e = errno;
+		if (st->o.launch_fd != -1)
+			(void)write(st->o.launch_fd, &e, sizeof(e));
 		(void)write(2, "egressd: cannot execute ", 24);
 		(void)write(2, execpath, strlen(execpath));
 		(void)write(2, "\n", 1);
@@ -1283,6 +1344,8 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		close(ready_w);
 	if (args_fd != -1)
 		close(args_fd);
+	if (!bwrap)
+		st->launched = 1;
 	if (st->o.timeout > 0)
 		deadline = now_s() + st->o.timeout;
 
@@ -1347,6 +1410,8 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 			ready = 1;
 		close(ready_r);
 	}
+	if (bwrap && ready)
+		st->launched = 1;
 	/* nothing of the run survives it (orphans, daemons) */
 	kill_tree(0, SIGTERM, 0);
 	for (t = now_s() + 2; now_s() < t;) {
@@ -1391,9 +1456,11 @@ run_main(int argc, char *argv[])
 	char cwd[PATH_MAX], url[64], execpath[PATH_MAX], err[256];
 	int rc, sfd = -1, rp[2] = { -1, -1 }, afd = -1, bwrap, fd;
 	uint16_t port;
+	size_t i;
 
 	memset(&st, 0, sizeof(st));
 	st.o.mode = SB_AUTO;
+	st.o.launch_fd = -1;
 	rc = parse_opts(argc, argv, &st.o);
 	if (rc != -1)
 		goto done;
@@ -1413,6 +1480,14 @@ run_main(int argc, char *argv[])
 	if (bwrap && check_cwd(&st.o, cwd) == -1) {
 		rc = 2;
 		goto done;
+	}
+	for (i = 0; i < st.o.hide.n; i++) {
+		if (strcmp(st.o.hide.v[i], cwd) == 0) {
+			fprintf(stderr, "egressd run: --hide %s: that is the "
+			    "working directory\n", cwd);
+			rc = 2;
+			goto done;
+		}
 	}
 	if (st.o.proxy != NULL && (realpath(st.o.proxy, st.proxyrp) == NULL ||
 	    stat(st.proxyrp, &sst) == -1 || !S_ISSOCK(sst.st_mode))) {
@@ -1528,6 +1603,11 @@ run_main(int argc, char *argv[])
 		    st.auditpath);
 done:
 	cleanup(&st);
+	/* CMD never ran: say so to the launcher (egressd replay) */
+	if (st.o.launch_fd != -1 && !st.launched) {
+		fd = -1;
+		(void)write(st.o.launch_fd, &fd, sizeof(fd));
+	}
 	if (rp[0] != -1)
 		close(rp[0]);
 	if (rp[1] != -1)
@@ -1542,6 +1622,7 @@ done:
 	eg_sb_strv_free(&st.o.rw);
 	eg_sb_strv_free(&st.o.ro);
 	eg_sb_strv_free(&st.o.env);
+	eg_sb_strv_free(&st.o.hide);
 	return rc;
 }
 
