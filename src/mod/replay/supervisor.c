@@ -66,7 +66,8 @@ load_plan(const char *path, const char *plandir, const char *text,
 
 	p = eg_rp_plan_parse(text, len, path, plandir, eg_rp_getenv,
 	    eg_rp_has_module("sandbox"), config_override, &errs);
-	if (p != NULL && eg_rp_expand_record(p->record, p->base, 0, rec,
+	if (p != NULL && eg_rp_expand_record(p->record,
+	    p->name != NULL ? p->name : p->base, 0, rec,
 	    sizeof(rec)) == -1)
 		eg_rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
 		    "%%%% may follow a %%", p->record);
@@ -741,7 +742,7 @@ eg_rp_run_plans(const struct rp_opts *o)
 		if (o->out != NULL)
 			snprintf(rec, sizeof(rec), "%s", o->out);
 		else
-			(void)eg_rp_expand_record(j->plan->record, j->plan->base, now,
+			(void)eg_rp_expand_record(j->plan->record, j->plan->name, now,
 			    rec, sizeof(rec));
 		if (rec[0] != '/' && getcwd(rp, sizeof(rp)) != NULL) {
 			if (snprintf(j->dir, sizeof(j->dir), "%s/%s", rp, rec)
