@@ -147,13 +147,14 @@ path_ok(const char *p)
 	return 1;
 }
 
-/* A "files" array: [{"path","sha256","size"}], paths unique. */
+/* A "files" array: [{"path","sha256","size"}], paths in strictly
+ * ascending byte order (sorted, no duplicate). */
 static int
 files_ok(const json_t *files)
 {
 	const json_t *e;
-	const char *p, *h;
-	size_t i, j;
+	const char *p, *h, *prev = NULL;
+	size_t i;
 
 	if (!json_is_array(files))
 		return 0;
@@ -165,10 +166,9 @@ files_ok(const json_t *files)
 		    !json_is_integer(json_object_get(e, "size")) ||
 		    json_integer_value(json_object_get(e, "size")) < 0)
 			return 0;
-		for (j = 0; j < i; j++)
-			if (strcmp(p, jstr(json_array_get(files, j), "path")) ==
-			    0)
-				return 0;
+		if (prev != NULL && strcmp(prev, p) >= 0)
+			return 0;
+		prev = p;
 	}
 	return 1;
 }
@@ -225,8 +225,9 @@ check_record(struct rc *c)
 		why = "\"steps\" missing";
 	else if (!files_ok(json_object_get(c->rec, "files")))
 		why = "\"files\" missing or malformed (each {\"path\",\"sha256\","
-		    "\"size\"}, a relative path without \"..\"; a record "
-		    "sealed before files were listed: seal it again)";
+		    "\"size\"}, a relative path without \"..\", sorted by "
+		    "path; a record sealed before files were listed: seal it "
+		    "again)";
 	for (i = 0; why == NULL && i < json_array_size(steps); i++) {
 		const json_t *s = json_array_get(steps, i);
 		const char *name = jstr(s, "step"), *p;

@@ -679,9 +679,7 @@ seal_walk_fn(const char *path, const struct stat *st, int err, void *arg)
 	 * (gone once every step is final) are not listed */
 	if (strcmp(path, "record.json") == 0 ||
 	    strcmp(path, "record.sig") == 0 || strcmp(path, RR_PRIV) == 0 ||
-	    (strcmp(path, RR_LOCK) == 0 && S_ISREG(st->st_mode)) ||
-	    (strncmp(path, ".record.", 8) == 0 && S_ISREG(st->st_mode) &&
-	    strstr(path, ".tmp") != NULL))
+	    (strcmp(path, RR_LOCK) == 0 && S_ISREG(st->st_mode)))
 		return 0;
 	if (S_ISDIR(st->st_mode))
 		return 1;
@@ -786,6 +784,36 @@ fail:
 	return NULL;
 }
 
+static int
+entry_cmp(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a,
+	    "path")), json_string_value(json_object_get(*(json_t *const *)b,
+	    "path")));
+}
+
+/* A files list sorted by path (byte order: what record check wants, so
+ * that it finds a duplicate in one pass). */
+static int
+sort_files(json_t *list)
+{
+	json_t **v;
+	size_t n = json_array_size(list), i;
+
+	if (n < 2)
+		return 0;
+	if ((v = eg_malloc(n * sizeof(*v))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(list, i));
+	qsort(v, n, sizeof(*v), entry_cmp);
+	json_array_clear(list);
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, v[i]);
+	eg_free(v);
+	return 0;
+}
+
 /* The steps part with every file the walk finds listed ("files"). */
 static int
 files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
@@ -811,6 +839,13 @@ files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
 		    json_array());
 	rc = eg_rr_walk(dirfd, seal_walk_fn, &w);
 	eg_rr_strv_free(w.dirs, w.ndirs);
+	for (i = 0; rc == 0 && i < json_array_size(steps); i++)
+		rc = sort_files(json_object_get(json_array_get(steps, i),
+		    "files"));
+	if (rc == 0)
+		rc = sort_files(top);
+	if (rc == -1 && err[0] == '\0')
+		snprintf(err, errlen, "out of memory");
 	return rc;
 }
 
