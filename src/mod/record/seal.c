@@ -509,7 +509,8 @@ file_sha256(int dirfd, const char *name, char out[65], uint64_t *size,
 
 /* --- the walk over a record directory ----------------------------------- */
 
-#define WALK_DEPTH	32
+/* deeper folders are an error (each level holds one descriptor) */
+#define WALK_DEPTH	256
 
 struct walk {
 	eg_rr_walk_fn	 fn;
@@ -578,6 +579,7 @@ walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 	if ((names = dir_names(fd, &n)) == NULL)
 		return w->fn(w->path, NULL, errno, w->arg) == -1 ? -1 : 0;
 	for (i = 0; i < n && rc == 0; i++) {
+		w->path[plen] = '\0';
 		nl = strlen(names[i]);
 		if (plen + (plen > 0) + nl >= sizeof(w->path)) {
 			if (w->fn(w->path, NULL, ENAMETOOLONG, w->arg) == -1)
@@ -597,7 +599,7 @@ walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 			rc = -1;
 		else if (r == 1 && S_ISDIR(st.st_mode)) {
 			if (depth >= WALK_DEPTH) {
-				if (w->fn(w->path, NULL, ELOOP, w->arg) == -1)
+				if (w->fn(w->path, NULL, EMLINK, w->arg) == -1)
 					rc = -1;
 				continue;
 			}
