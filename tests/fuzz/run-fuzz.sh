@@ -29,6 +29,7 @@ cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core
 redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
 verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
+record|src/mod/record/check.c src/mod/record/seal.c|@core
 plan|src/mod/replay/plan.c src/lib/inilex.c|@core
 receipt|src/mod/replay/receipt.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
 '

@@ -433,8 +433,8 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 }
 
 static int
-verify(const char *const *paths, size_t n, const char *buf, size_t blen,
-    const char *pubkey, struct rv_result *r,
+verify(const char *const *paths, const int *fds, size_t n, const char *buf,
+    size_t blen, const char *pubkey, struct rv_result *r,
     void (*cb)(const struct rv_file_report *, void *), void *arg,
     char *err, size_t errlen)
 {
@@ -478,7 +478,10 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 			}
 			finish(&f, blen > 0 && buf[blen - 1] != '\n', 0);
 		} else {
-			if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) == -1) {
+			if (fds != NULL)
+				fd = fds[i];
+			else if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) ==
+			    -1) {
 				snprintf(err, errlen, "%s: %s", paths[i],
 				    strerror(errno));
 				goto out;
@@ -486,11 +489,20 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 			if (run_fd(&f, fd, blk, lbuf) == -1) {
 				snprintf(err, errlen, "%s: %s", paths[i],
 				    strerror(errno));
-				close(fd);
+				if (fds == NULL)
+					close(fd);
 				goto out;
 			}
-			close(fd);
+			if (fds == NULL)
+				close(fd);
 		}
+		/* with a key, a file without a checkpoint is not signed at
+		 * all: checkpoints removed and the chain recomputed look so */
+		if (pubkey != NULL && f.nck == 0)
+			vbreak(&f, f.lineno > 0 ? f.lineno : 1, "no CHECKPOINT "
+			    "line: with --pubkey every file must carry a "
+			    "verified checkpoint (a log written without "
+			    "audit_key, or its checkpoints removed)");
 		if (f.broken && !r->broken) {
 			r->broken = 1;
 			memcpy(r->where, f.where, sizeof(r->where));
@@ -498,6 +510,7 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 		if (r->run[0] == '\0')
 			memcpy(r->run, f.first_run, sizeof(r->run));
 		r->lines = f.lineno;
+		r->checkpoints = f.nck;
 		r->unsigned_tail = f.since;
 		if (f.have1) {
 			memcpy(last, f.h1, sizeof(last));
@@ -530,7 +543,16 @@ int
 rv_verify_files(const char *const *paths, size_t n, const char *pubkey,
     struct rv_result *r, char *err, size_t errlen)
 {
-	return verify(paths, n, NULL, 0, pubkey, r, NULL, NULL, err, errlen);
+	return verify(paths, NULL, n, NULL, 0, pubkey, r, NULL, NULL, err,
+	    errlen);
+}
+
+int
+rv_verify_fds(const int *fds, const char *const *names, size_t n,
+    const char *pubkey, struct rv_result *r, char *err, size_t errlen)
+{
+	return verify(names, fds, n, NULL, 0, pubkey, r, NULL, NULL, err,
+	    errlen);
 }
 
 int
@@ -538,7 +560,8 @@ rv_verify_files_cb(const char *const *paths, size_t n, const char *pubkey,
     struct rv_result *r, void (*cb)(const struct rv_file_report *, void *),
     void *arg, char *err, size_t errlen)
 {
-	return verify(paths, n, NULL, 0, pubkey, r, cb, arg, err, errlen);
+	return verify(paths, NULL, n, NULL, 0, pubkey, r, cb, arg, err,
+	    errlen);
 }
 
 int
@@ -546,7 +569,7 @@ rv_verify_buf(const char *buf, size_t len, struct rv_result *r)
 {
 	char err[256];
 
-	return verify(NULL, 1, buf, len, NULL, r, NULL, NULL, err,
+	return verify(NULL, NULL, 1, buf, len, NULL, r, NULL, NULL, err,
 	    sizeof(err));
 }
 
