@@ -777,9 +777,6 @@ eg_rp_open_stepfd(struct job *j, size_t i)
 	    O_CLOEXEC);
 }
 
-/* the record module said "unknown option" to --fd: it is older */
-static int no_seal_fd;
-
 /*
  * Seal the record: "record seal --fd N DIR", N being the descriptor the
  * record directory was opened with when it was made (or checked by
@@ -794,7 +791,6 @@ eg_rp_seal(struct job *j)
 	char cmd_record[] = "record", cmd_seal[] = "seal", opt_fd[] = "--fd";
 	char opt_key[] = "--key";
 	char *av[8], err[512], keybuf[PATH_MAX], fdbuf[32], real[PATH_MAX];
-	char procdir[64];
 	int ac = 0, rc;
 
 	if (!eg_rp_has_module("record"))
@@ -816,26 +812,11 @@ eg_rp_seal(struct job *j)
 		snprintf(keybuf, sizeof(keybuf), "%s", j->key);
 		av[ac++] = keybuf;
 	}
-	rc = 2;
-	if (!no_seal_fd) {
-		av[ac++] = opt_fd;
-		av[ac++] = fdbuf;
-		av[ac++] = j->dir;
-		av[ac] = NULL;
-		rc = egress_module_main("record", ac, av, err, sizeof(err));
-		ac -= 3;
-	}
-	if (rc == 2) {
-		/* a record module without --fd (its usage error, once per
-		 * process): the same directory through its descriptor's
-		 * /proc path */
-		no_seal_fd = 1;
-		snprintf(procdir, sizeof(procdir), "/proc/self/fd/%d",
-		    j->dirfd);
-		av[ac++] = procdir;
-		av[ac] = NULL;
-		rc = egress_module_main("record", ac, av, err, sizeof(err));
-	}
+	av[ac++] = opt_fd;
+	av[ac++] = fdbuf;
+	av[ac++] = j->dir;
+	av[ac] = NULL;
+	rc = egress_module_main("record", ac, av, err, sizeof(err));
 	if (rc == -1 && strstr(err, "not compiled in") != NULL)
 		return;
 	if (rc != 0) {
