@@ -43,7 +43,7 @@
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 
-
+/* (the reasons' names: reason.c) */
 const char *const eg_end_name[] = {
 	"-", "client_closed", "upstream_closed", "idle_timeout",
 	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
@@ -228,13 +228,11 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 }
 
 /*
- * Write the reply for a refusal (reason.c: its status line, phrase and
- * headers).  The audit line is already written; the reply goes out, then
- * the write side is shut and the client drained (so the reply is not
- * lost to a reset).  status 0: the reason's usual one.
+ * Queue reply (n bytes) as the last thing the client gets: the upstream
+ * goes, and the client's further bytes are not read into a tunnel.  The
+ * reply goes out, then the write side is shut and the client drained (so
+ * the reply is not lost to a reset).
  */
-/* Queue reply (n bytes) as the last thing the client gets: the upstream
- * goes, the client's further bytes are not read into the tunnel. */
 static void
 conn_reply_close(struct eg_conn *c, const void *reply, size_t n)
 {
@@ -252,6 +250,11 @@ conn_reply_close(struct eg_conn *c, const void *reply, size_t n)
 	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
+/*
+ * Write the reply for a refusal (reason.c: its status line with the body's
+ * text as the phrase, X-Egressd-Verdict and -Reason, the body).  The audit
+ * line is already written.  status 0: the reason's usual one.
+ */
 static void
 conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
     const char *body)
@@ -290,7 +293,6 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 	pthread_rwlock_rdlock(&c->ex->lock);
 	conn_deny_locked(c, t, r);
 	pthread_rwlock_unlock(&c->ex->lock);
-	(void)t;
 	conn_refuse(c, r, status, body);
 }
 
