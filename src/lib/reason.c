@@ -62,7 +62,7 @@ eg_refusal_reply(char *buf, size_t len, enum eg_reason r, int status,
 {
 	const struct eg_reason_info *ri;
 	char text[1024];
-	size_t n;
+	size_t n, cap = len > 256 ? (len - 256) / 2 : 0;
 	int m;
 
 	if ((unsigned)r >= EG_R_COUNT)
@@ -73,7 +73,7 @@ eg_refusal_reply(char *buf, size_t len, enum eg_reason r, int status,
 	/* the text: one line of visible ASCII and spaces, the same in the
 	 * phrase and the body; kept short enough for both and the headers */
 	for (n = 0; body != NULL && body[n] != '\0' && n < sizeof(text) - 1 &&
-	    n < (len - 256) / 2; n++) {
+	    n < cap; n++) {
 		unsigned char ch = (unsigned char)body[n];
 
 		text[n] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
@@ -86,7 +86,7 @@ eg_refusal_reply(char *buf, size_t len, enum eg_reason r, int status,
 	    status, eg_status_text(status), n ? " (" : "", text, n ? ")" : "",
 	    ri->fail ? "FAIL" : "BLOCK", ri->name, n + 1, text);
 	if (m < 0 || (size_t)m >= len) {
-		/* cannot happen with len >= 256 and the cut above; be safe */
+		/* only when len < 256 (the cut above leaves room otherwise) */
 		m = snprintf(buf, len, "HTTP/1.1 %d %s\r\nConnection: close"
 		    "\r\nContent-Length: 0\r\n\r\n", status,
 		    eg_status_text(status));

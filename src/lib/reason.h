@@ -28,7 +28,8 @@ extern const struct eg_reason_info eg_reason_tab[EG_R_COUNT];
 const char	*eg_status_text(int status);
 
 /*
- * Write the refusal for reason r into buf (len bytes, at least 256):
+ * Write the refusal for reason r into buf (len bytes; 256 or more for
+ * the text to fit):
  * status (0: the reason's usual one), its standard phrase followed by
  * " (BODY)", the headers, and BODY as a line.  Any byte of body that
  * is not visible ASCII or a space is written as '?', so neither the

@@ -69,6 +69,15 @@ main(void)
 	n = eg_refusal_reply(buf, sizeof(buf), EG_R_NOT_ALLOWED, 0, big);
 	ok(n < sizeof(buf) && strstr(buf, "\r\n\r\n") != NULL &&
 	    buf[n - 1] == '\n', "a long body: the whole head and a cut body");
+	{
+		char tiny[40];
+
+		memset(tiny, 'Z', sizeof(tiny));
+		n = eg_refusal_reply(tiny, 32, EG_R_NOT_ALLOWED, 0, big);
+		ok(n < 32 && tiny[n] == '\0' && tiny[32] == 'Z',
+		    "a buffer under 256 bytes: a cut status line, nothing "
+		    "written past it (%zu)", n);
+	}
 	eg_refusal_reply(buf, sizeof(buf), EG_R_COUNT, 0, "");
 	ok(strncmp(buf, "HTTP/1.1 500 Error\r\n", 20) == 0,
 	    "an out-of-range reason, no body: 500 without a phrase suffix");
