@@ -657,6 +657,7 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_BYTES:
 	case K_COUNT: {
+		/* a uint64_t; a phase's budgets also mark themselves set */
 		uint64_t u;
 		struct eg_phase *ph = base;
 
@@ -665,8 +666,12 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 			    "expected a size such as 500K, 50M or 2G" :
 			    "expected a number");
 		*(uint64_t *)(void *)(b + k->off) = u;
-		ph->budget_has |= k->off == P(budget_up) ? EG_BUDGET_UP :
-		    k->off == P(budget_down) ? EG_BUDGET_DOWN : EG_BUDGET_REQ;
+		if (k->sect == KS_PHASE && k->off == P(budget_up))
+			ph->budget_has |= EG_BUDGET_UP;
+		else if (k->sect == KS_PHASE && k->off == P(budget_down))
+			ph->budget_has |= EG_BUDGET_DOWN;
+		else if (k->sect == KS_PHASE && k->off == P(budget_requests))
+			ph->budget_has |= EG_BUDGET_REQ;
 		return 0;
 	}
 	}
