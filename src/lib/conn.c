@@ -1426,13 +1426,8 @@ static void
 conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
     const struct sockaddr *sa)
 {
-	static const char reply[] = "HTTP/1.1 503 Service Unavailable "
-	    "(egressd: out of memory)\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "X-Egressd-Verdict: BLOCK\r\n"
-	    "X-Egressd-Reason: too_many_connections\r\n"
-	    "Content-Length: 23\r\n\r\n"
-	    "egressd: out of memory\n";
+	char reply[EG_REFUSAL_MAX];	/* no allocation: formatted here */
+	size_t n;
 	struct eg_event ev;
 	struct eg_conn tmp;	/* only what conn_event() reads */
 
@@ -1448,7 +1443,9 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
-	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = eg_refusal_reply(reply, sizeof(reply), EG_R_TOO_MANY, 503,
+	    "egressd: out of memory");
+	(void)send(fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
 	close(fd);
 }
