@@ -516,6 +516,25 @@ eg_conn_budget_check(struct eg_conn *c)
 	return -1;
 }
 
+/* "2G = " for a limit that is a whole number of K, M or G, else "". */
+static void
+budget_size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char unit[] = "GMK";
+	unsigned i;
+
+	buf[0] = '\0';
+	for (i = 0; i < 3 && v != 0; i++) {
+		uint64_t u = (uint64_t)1 << (10 * (3 - i));
+
+		if (v % u == 0) {
+			snprintf(buf, len, "%llu%c = ",
+			    (unsigned long long)(v / u), unit[i]);
+			return;
+		}
+	}
+}
+
 /*
  * A request of a session whose budget is spent (caller holds the lock):
  * the BLOCK line, and the 429's body into body.  0 when nothing is
@@ -529,7 +548,8 @@ conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
 	const struct eg_phase *ph = c->sess->phase;
 	struct eg_budget *b = &c->sess->bud;
 	unsigned k;
-	uint64_t n;
+	uint64_t n, lim;
+	char sz[32];
 
 	if (ph == NULL || ph->budget_has == 0)
 		return 0;
@@ -544,15 +564,14 @@ conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
 	if (k == 0)
 		return 0;
 	budget_note_spent(c->ex, b, k);
-	if (k & EG_BUDGET_UP)
-		snprintf(body, len, "egressd: %s:%u is refused: budget_up of "
-		    "phase %s is spent (limit %llu bytes)", c->t.host.name,
-		    c->t.port, ph->name, (unsigned long long)ph->budget_up);
-	else if (k & EG_BUDGET_DOWN)
-		snprintf(body, len, "egressd: %s:%u is refused: budget_down "
-		    "of phase %s is spent (limit %llu bytes)", c->t.host.name,
-		    c->t.port, ph->name, (unsigned long long)ph->budget_down);
-	else
+	if (k & (EG_BUDGET_UP | EG_BUDGET_DOWN)) {
+		lim = k & EG_BUDGET_UP ? ph->budget_up : ph->budget_down;
+		budget_size_text(lim, sz, sizeof(sz));
+		snprintf(body, len, "egressd: %s:%u is refused: %s of phase %s "
+		    "is spent (limit %s%llu bytes)", c->t.host.name, c->t.port,
+		    k & EG_BUDGET_UP ? "budget_up" : "budget_down", ph->name,
+		    sz, (unsigned long long)lim);
+	} else
 		snprintf(body, len, "egressd: %s:%u is refused: "
 		    "budget_requests of phase %s is spent (limit %llu "
 		    "requests)", c->t.host.name, c->t.port, ph->name,
