@@ -19,6 +19,7 @@
 # tinyproxy and squid Debian packages, root (Squid drops to cache_effective_user,
 # tinyproxy to its User, ATS to trafficserver). Tunables (environment):
 #   EGRESSD      egressd binary (default ../src/egressd/egressd from bench/)
+#   EGRESSD_PHASE  lines added to egressd's [phase:bench] (budgets)
 #   REPS         repetitions (3; 5 for a published table)
 #   DUR          seconds per timed mode (10)
 #   PROXIES      "direct floor egressd tinyproxy squid"
@@ -209,6 +210,10 @@ bench.test = 127.0.0.1
 [phase:bench]
 allow = bench.test:$P_ECHO bench.test:$P_HTTP bench.test:$P_SOURCE bench.test:$P_SINK
 EOF
+	# EGRESSD_PHASE: more lines for [phase:bench] (budgets, to measure
+	# their counting), e.g. EGRESSD_PHASE=$'budget_up = 1000G\nbudget_down = 1000G'
+	[ -z "${EGRESSD_PHASE:-}" ] || printf '%s\n' "$EGRESSD_PHASE" \
+	    >>"$tmp/egressd.ini"
 }
 
 write_tinyproxy_conf() {

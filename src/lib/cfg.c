@@ -22,6 +22,7 @@
 #include "host.h"
 #include "inilex.h"
 #include "policy.h"
+#include "reason.h"
 #include "shared.h"
 
 #define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */
@@ -43,7 +44,10 @@ enum ktype {
 	K_PORTS,		/* list of ports */
 	K_DNS,			/* list of IP[:port] */
 	K_PHASE,		/* the initial phase's name */
-	K_ALLOW			/* list of patterns (phase section) */
+	K_ALLOW,		/* list of patterns (phase section) */
+	K_HINT,			/* printable text, at most EG_HINT_MAX */
+	K_BYTES,		/* a byte size: N, NK, NM or NG (1024s) */
+	K_COUNT			/* decimal, 64 bits */
 };
 
 enum ksect { KS_PROXY, KS_PHASE };
@@ -124,7 +128,12 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	X(KS_PROXY, "checkpoint_interval", K_SECONDS, 1, 86400,		\
 	    C(checkpoint_interval_ms), 0, NULL)				\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
-	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
+	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)	\
+	X(KS_PHASE, "hint", K_HINT, 0, 0, P(hint), 0, NULL)		\
+	X(KS_PHASE, "budget_up", K_BYTES, 0, 0, P(budget_up), 0, NULL)	\
+	X(KS_PHASE, "budget_down", K_BYTES, 0, 0, P(budget_down), 0, NULL) \
+	X(KS_PHASE, "budget_requests", K_COUNT, 0, 0, P(budget_requests), \
+	    0, NULL)
 
 #define KEY_ROW(s, n, t, lo, hi, o, f, c)	{ s, n, t, lo, hi, o, f, c },
 #define KEY_NAME(s, n, t, lo, hi, o, f, c)	n,
@@ -256,6 +265,36 @@ parse_uint(const char *s, size_t len, unsigned long max, unsigned long *out)
 	if (v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/*
+ * A byte size (K_BYTES: digits, then K, M or G for powers of 1024) or a
+ * count (digits only), at most 2^62.  0 or -1.
+ */
+static int
+parse_size(const char *s, size_t len, int suffix, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	size_t i;
+
+	if (suffix && len > 1) {
+		switch (s[len - 1]) {
+		case 'K': case 'k': mul = 1024; len--; break;
+		case 'M': case 'm': mul = 1024 * 1024; len--; break;
+		case 'G': case 'g': mul = 1024 * 1024 * 1024; len--; break;
+		}
+	}
+	if (len == 0 || len > 19)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > (UINT64_C(1) << 62) / mul)
+		return -1;
+	*out = v * mul;
 	return 0;
 }
 
@@ -607,6 +646,34 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 		return set_dns(ps, k, val);
 	case K_ALLOW:
 		return add_allow(ps, base, val);
+	case K_HINT:
+		if (len > EG_HINT_MAX)
+			return bad_value(ps, k, val, "longer than 256 bytes");
+		for (i = 0; i < len; i++)
+			if ((unsigned char)val[i] < 0x20 ||
+			    (unsigned char)val[i] >= 0x7f)
+				return bad_value(ps, k, val, "only printable "
+				    "ASCII text");
+		return set_str(ps, (char **)(void *)(b + k->off), val);
+	case K_BYTES:
+	case K_COUNT: {
+		/* a uint64_t; a phase's budgets also mark themselves set */
+		uint64_t u;
+		struct eg_phase *ph = base;
+
+		if (parse_size(val, len, k->type == K_BYTES, &u) == -1)
+			return bad_value(ps, k, val, k->type == K_BYTES ?
+			    "expected a size such as 500K, 50M or 2G" :
+			    "expected a number");
+		*(uint64_t *)(void *)(b + k->off) = u;
+		if (k->sect == KS_PHASE && k->off == P(budget_up))
+			ph->budget_has |= EG_BUDGET_UP;
+		else if (k->sect == KS_PHASE && k->off == P(budget_down))
+			ph->budget_has |= EG_BUDGET_DOWN;
+		else if (k->sect == KS_PHASE && k->off == P(budget_requests))
+			ph->budget_has |= EG_BUDGET_REQ;
+		return 0;
+	}
 	}
 	return -1;
 }

@@ -140,8 +140,18 @@ struct eg_conn {
 	int			 close_after;	/* close once u2c is flushed */
 	int			 nosplice;	/* copy, do not splice */
 	enum eg_end		 end;		/* tunnel: the side that ended first */
+	/* budget lease (conn.c): c->up and c->down past their marks are
+	   folded into the session's counts; UINT64_MAX: no byte budget */
+	uint64_t		 bup_mark, bdown_mark;
+	uint64_t		 bup_base, bdown_base;	/* folded so far */
+	uint64_t		 bepoch;	/* the count it leased from */
+	int			 bleased;
 	char			 sni[256];
 };
+
+/* Has the connection passed a budget mark (eg_conn_budget_check() due)? */
+#define EG_BUDGET_DUE(c)						\
+	((c)->up > (c)->bup_mark || (c)->down > (c)->bdown_mark)
 
 /* conn.c */
 /*
@@ -154,6 +164,17 @@ struct eg_conn {
 void	eg_conn_set_state(struct eg_conn *, enum eg_cstate);
 /* CLOSE line if owed, close both sockets, unlink; freed after the batch. */
 void	eg_conn_close(struct eg_conn *, enum eg_end);
+/*
+ * Policy close (end=phase_change, session_closed, reload, budget): both
+ * sockets are reset (SO_LINGER {1, 0}), not closed with a FIN, so that a
+ * client in the middle of a transfer sees an error, then the connection
+ * is closed as eg_conn_close() does.
+ */
+void	eg_conn_policy_close(struct eg_conn *, enum eg_end);
+/* After EG_BUDGET_DUE(): fold the bytes into the session's counts; 0, or
+ * -1 when a byte budget is crossed: then the connection is reset and
+ * closed (end=budget). */
+int	eg_conn_budget_check(struct eg_conn *);
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
 unsigned eg_conn_idle_ms(const struct eg_conn *);
 /* After a plain-HTTP response: CLOSE, then HEAD for the next request. */

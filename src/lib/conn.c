@@ -26,6 +26,7 @@
 #include "ownaddr.h"
 #include "policy.h"
 #include "proxy.h"
+#include "reason.h"
 #include "reqparse.h"
 #include "select.h"
 #include "session.h"
@@ -42,20 +43,13 @@
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 
-const char *const eg_reason_name[] = {
-	"-", "not_allowed", "port_not_allowed", "private_address",
-	"bad_request", "timeout", "dns_failure", "connect_failed",
-	"connect_timeout", "too_many_connections", "loop", "shutdown",
-	"audit_failed"
-};
-
+/* (the reasons' names: reason.c) */
 const char *const eg_end_name[] = {
 	"-", "client_closed", "upstream_closed", "idle_timeout",
 	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
-	"session_closed"
+	"session_closed", "budget"
 };
 
-_Static_assert(nitems(eg_reason_name) == EG_R_COUNT, "eg_reason_name");
 _Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
 
 static void	conn_step(struct eg_conn *);
@@ -234,50 +228,42 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 }
 
 /*
- * Write the reply for a refusal.  The audit line is already written; the
- * reply goes out, then the write side is shut and the client drained
- * (so the reply is not lost to a reset).
+ * Queue reply (n bytes) as the last thing the client gets: the upstream
+ * goes, and the client's further bytes are not read into a tunnel.  The
+ * reply goes out, then the write side is shut and the client drained (so
+ * the reply is not lost to a reset).
  */
 static void
-conn_refuse(struct eg_conn *c, int status, const char *verdict,
-    const char *body)
+conn_reply_close(struct eg_conn *c, const void *reply, size_t n)
 {
-	static const struct { int code; const char *text; } st[] = {
-		{ 400, "Bad Request" }, { 403, "Forbidden" },
-		{ 408, "Request Timeout" }, { 431,
-		    "Request Header Fields Too Large" },
-		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
-		{ 504, "Gateway Timeout" }
-	};
-	const char *text = "Error";
-	char reply[1024];
-	size_t i;
-	int n;
-
-	for (i = 0; i < nitems(st); i++)
-		if (st[i].code == status)
-			text = st[i].text;
-	n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "X-Egressd-Verdict: %s\r\nContent-Length: %zu\r\n\r\n%s\n",
-	    status, text, verdict, strlen(body) + 1, body);
-	if (n < 0 || (size_t)n >= sizeof(reply))
-		n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
-		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
-		    status, text);
 	if (c->uio.fd != -1) {
 		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
 	eg_pend_release(c, &c->c2u);
-	if (eg_pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+	if (eg_pend_append(c, &c->u2c, reply, n) == -1)
 		/* no buffer (out of memory): say it at once, as far as
 		 * the socket takes it; the linger follows as usual */
-		(void)send(c->cio.fd, reply, (size_t)n,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)send(c->cio.fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
 	eg_conn_set_state(c, EG_CS_REPLYING);
+}
+
+/*
+ * Write the reply for a refusal (reason.c: its status line with the body's
+ * text as the phrase, X-Egressd-Verdict and -Reason, the body).  The audit
+ * line is already written.  status 0: the reason's usual one.
+ */
+static void
+conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
+    const char *body)
+{
+	char reply[EG_REFUSAL_MAX];
+	size_t n;
+
+	n = eg_refusal_reply(reply, sizeof(reply), r, status, body);
+	conn_reply_close(c, reply, n);
 }
 
 /*
@@ -307,7 +293,7 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 	pthread_rwlock_rdlock(&c->ex->lock);
 	conn_deny_locked(c, t, r);
 	pthread_rwlock_unlock(&c->ex->lock);
-	conn_refuse(c, status, t == EGRESS_EV_FAIL ? "FAIL" : "BLOCK", body);
+	conn_refuse(c, r, status, body);
 }
 
 /*
@@ -367,21 +353,231 @@ conn_policy_deny_locked(struct eg_conn *c, enum eg_match m)
 	    EG_R_PORT_NOT_ALLOWED : EG_R_NOT_ALLOWED);
 }
 
-/* The 403 of a policy refusal; phase lives in c->cfg, which c holds. */
+/* The 403 of a policy refusal; phase lives in c->cfg, which c holds.
+ * A not_allowed refusal carries the phase's hint. */
 static void
 conn_policy_reply(struct eg_conn *c, enum eg_match m,
     const struct eg_phase *ph)
 {
-	char body[512];
+	char body[EG_HOST_MAX + EG_HINT_MAX + 256];
 
-	if (m == EG_MATCH_PORT_NOT_ALLOWED)
+	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
 		    "in phase %s (port %u is not allowed for this host)",
 		    c->t.host.name, c->t.port, ph->name, c->t.port);
-	else
-		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
-		    "in phase %s", c->t.host.name, c->t.port, ph->name);
-	conn_refuse(c, 403, "BLOCK", body);
+		conn_refuse(c, EG_R_PORT_NOT_ALLOWED, 403, body);
+		return;
+	}
+	snprintf(body, sizeof(body), "egressd: %s:%u is not allowed in "
+	    "phase %s%s%s", c->t.host.name, c->t.port, ph->name,
+	    ph->hint != NULL ? ": " : "", ph->hint != NULL ? ph->hint : "");
+	conn_refuse(c, EG_R_NOT_ALLOWED, 403, body);
+}
+
+/* --- budgets ------------------------------------------------------------- */
+
+#define BUDGET_LEASE_MAX	((uint64_t)1 << 20)	/* bytes between folds */
+
+void
+eg_budget_reset(struct eg_budget *b)
+{
+	b->epoch++;
+	__atomic_store_n(&b->up, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->down, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->spent, 0, __ATOMIC_RELAXED);
+}
+
+int
+eg_budget_changed(const struct eg_phase *a, const struct eg_phase *b)
+{
+	return a->budget_has != b->budget_has ||
+	    a->budget_up != b->budget_up || a->budget_down != b->budget_down ||
+	    a->budget_requests != b->budget_requests;
+}
+
+/* The budgets of ph that b has spent, as EG_BUDGET_* bits: a byte count
+ * past its limit, or as many requests as allowed.  Caller holds the lock. */
+static unsigned
+budget_spent(const struct eg_phase *ph, struct eg_budget *b)
+{
+	unsigned k = 0;
+
+	if ((ph->budget_has & EG_BUDGET_UP) &&
+	    __atomic_load_n(&b->up, __ATOMIC_RELAXED) > ph->budget_up)
+		k |= EG_BUDGET_UP;
+	if ((ph->budget_has & EG_BUDGET_DOWN) &&
+	    __atomic_load_n(&b->down, __ATOMIC_RELAXED) > ph->budget_down)
+		k |= EG_BUDGET_DOWN;
+	if ((ph->budget_has & EG_BUDGET_REQ) &&
+	    __atomic_load_n(&b->req, __ATOMIC_RELAXED) >= ph->budget_requests)
+		k |= EG_BUDGET_REQ;
+	return k;
+}
+
+/* Count the budgets in k as spent, once per count (the metric). */
+static void
+budget_note_spent(struct egress *ex, struct eg_budget *b, unsigned k)
+{
+	unsigned was = __atomic_fetch_or(&b->spent, k, __ATOMIC_RELAXED);
+
+	for (k &= ~was; k != 0; k &= k - 1)
+		eg_metrics_budget_exhausted(ex->metrics);
+}
+
+static uint64_t
+budget_lease(uint64_t used, uint64_t limit)
+{
+	if (used >= limit)
+		return 0;
+	return limit - used < BUDGET_LEASE_MAX ? limit - used :
+	    BUDGET_LEASE_MAX;
+}
+
+/*
+ * A lease on the session's byte budgets (caller holds the lock): the
+ * connection moves up to what is left (at most BUDGET_LEASE_MAX) before
+ * it folds its bytes in; one more byte than the limit crosses it.
+ */
+static void
+conn_budget_lease_locked(struct eg_conn *c)
+{
+	const struct eg_phase *ph = c->sess->phase;
+	struct eg_budget *b = &c->sess->bud;
+
+	c->bup_base = c->up;
+	c->bdown_base = c->down;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
+	c->bleased = 0;
+	if (ph == NULL || !(ph->budget_has & (EG_BUDGET_UP | EG_BUDGET_DOWN)))
+		return;
+	c->bleased = 1;
+	c->bepoch = b->epoch;
+	if (ph->budget_has & EG_BUDGET_UP)
+		c->bup_mark = c->up + budget_lease(__atomic_load_n(&b->up,
+		    __ATOMIC_RELAXED), ph->budget_up);
+	if (ph->budget_has & EG_BUDGET_DOWN)
+		c->bdown_mark = c->down + budget_lease(__atomic_load_n(
+		    &b->down, __ATOMIC_RELAXED), ph->budget_down);
+}
+
+/*
+ * Fold the bytes moved since the last fold into the session's counts
+ * (caller holds the lock), unless the count was reset meanwhile (they
+ * belong to the old one).  Returns the byte budgets now crossed.
+ */
+static unsigned
+conn_budget_fold_locked(struct eg_conn *c)
+{
+	struct eg_budget *b = &c->sess->bud;
+	unsigned k;
+
+	if (!c->bleased)
+		return 0;
+	c->bleased = 0;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
+	if (c->bepoch != b->epoch)
+		return 0;
+	__atomic_add_fetch(&b->up, c->up - c->bup_base, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->down, c->down - c->bdown_base,
+	    __ATOMIC_RELAXED);
+	c->bup_base = c->up;
+	c->bdown_base = c->down;
+	k = budget_spent(c->sess->phase, b) & (EG_BUDGET_UP | EG_BUDGET_DOWN);
+	if (k != 0)
+		budget_note_spent(c->ex, b, k);
+	return k;
+}
+
+/* Fold what is left, outside the lock (the connection ends or its
+ * plain-HTTP request is done). */
+static void
+conn_budget_fold(struct eg_conn *c)
+{
+	if (!c->bleased)
+		return;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	(void)conn_budget_fold_locked(c);
+	pthread_rwlock_unlock(&c->ex->lock);
+}
+
+int
+eg_conn_budget_check(struct eg_conn *c)
+{
+	unsigned k;
+
+	pthread_rwlock_rdlock(&c->ex->lock);
+	if ((k = conn_budget_fold_locked(c)) == 0)
+		conn_budget_lease_locked(c);
+	pthread_rwlock_unlock(&c->ex->lock);
+	if (k == 0)
+		return 0;
+	eg_conn_policy_close(c, EG_END_BUDGET);
+	return -1;
+}
+
+/* "2G = " for a limit that is a whole number of K, M or G, else "". */
+static void
+budget_size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char unit[] = "GMK";
+	unsigned i;
+
+	buf[0] = '\0';
+	for (i = 0; i < 3 && v != 0; i++) {
+		uint64_t u = (uint64_t)1 << (10 * (3 - i));
+
+		if (v % u == 0) {
+			snprintf(buf, len, "%llu%c = ",
+			    (unsigned long long)(v / u), unit[i]);
+			return;
+		}
+	}
+}
+
+/*
+ * A request of a session whose budget is spent (caller holds the lock):
+ * the BLOCK line, and the 429's body into body.  0 when nothing is
+ * spent.  With count, an ALLOW is about to be written: it takes one of
+ * budget_requests (exactly N are allowed).
+ */
+static int
+conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
+    size_t len)
+{
+	const struct eg_phase *ph = c->sess->phase;
+	struct eg_budget *b = &c->sess->bud;
+	unsigned k;
+	uint64_t n, lim;
+	char sz[32];
+
+	if (ph == NULL || ph->budget_has == 0)
+		return 0;
+	k = budget_spent(ph, b);
+	if (k == 0 && count && (ph->budget_has & EG_BUDGET_REQ)) {
+		n = __atomic_add_fetch(&b->req, 1, __ATOMIC_RELAXED);
+		if (n > ph->budget_requests) {
+			__atomic_sub_fetch(&b->req, 1, __ATOMIC_RELAXED);
+			k = EG_BUDGET_REQ;
+		}
+	}
+	if (k == 0)
+		return 0;
+	budget_note_spent(c->ex, b, k);
+	if (k & (EG_BUDGET_UP | EG_BUDGET_DOWN)) {
+		lim = k & EG_BUDGET_UP ? ph->budget_up : ph->budget_down;
+		budget_size_text(lim, sz, sizeof(sz));
+		snprintf(body, len, "egressd: %s:%u is refused: %s of phase %s "
+		    "is spent (limit %s%llu bytes)", c->t.host.name, c->t.port,
+		    k & EG_BUDGET_UP ? "budget_up" : "budget_down", ph->name,
+		    sz, (unsigned long long)lim);
+	} else
+		snprintf(body, len, "egressd: %s:%u is refused: "
+		    "budget_requests of phase %s is spent (limit %llu "
+		    "requests)", c->t.host.name, c->t.port, ph->name,
+		    (unsigned long long)ph->budget_requests);
+	conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_BUDGET);
+	return 1;
 }
 
 /*
@@ -418,7 +614,7 @@ conn_allow(struct eg_conn *c)
 {
 	struct eg_event ev;
 	enum eg_match m;
-	char body[EG_HOST_MAX + 64];
+	char body[EG_HOST_MAX + 256];
 
 	if (c->decided)
 		EG_BUG(c->ex, "a second verdict on one connection");
@@ -428,6 +624,11 @@ conn_allow(struct eg_conn *c)
 		conn_policy_deny_locked(c, m);
 		pthread_rwlock_unlock(&c->ex->lock);
 		conn_policy_reply(c, m, c->t.phase);
+		return -1;
+	}
+	if (conn_budget_refused_locked(c, 1, body, sizeof(body))) {
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_refuse(c, EG_R_BUDGET, 429, body);
 		return -1;
 	}
 	conn_event(c, &ev, EGRESS_EV_ALLOW);
@@ -444,9 +645,10 @@ conn_allow(struct eg_conn *c)
 		pthread_rwlock_unlock(&c->ex->lock);
 		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
 		    "audit log is failing", c->t.host.name, c->t.port);
-		conn_refuse(c, 503, "BLOCK", body);
+		conn_refuse(c, EG_R_AUDIT_FAILED, 503, body);
 		return -1;
 	}
+	conn_budget_lease_locked(c);
 	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
 	c->allowed = 1;
@@ -497,6 +699,28 @@ conn_bad_target(struct eg_conn *c)
 
 static void	conn_decide(struct eg_conn *);
 
+/*
+ * A TLS record where a request head should be: a client was told to
+ * use an https:// proxy.  It gets the TLS alert protocol_version (it
+ * speaks TLS, not HTTP) and the log a BLOCK tls_to_proxy whose host is
+ * "-", not the ClientHello's bytes.
+ */
+static void
+conn_tls_to_proxy(struct eg_conn *c)
+{
+	/* alert record, TLS 1.0 framing: fatal (2), protocol_version (70) */
+	static const uint8_t alert[] = { 0x15, 0x03, 0x01, 0x00, 0x02, 0x02,
+	    0x46 };
+
+	c->t.host.len = 0;
+	c->t.host.name[0] = '\0';
+	c->t.port = 0;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_TLS_TO_PROXY);
+	pthread_rwlock_unlock(&c->ex->lock);
+	conn_reply_close(c, alert, sizeof(alert));
+}
+
 static enum eg_io_st
 conn_do_head(struct eg_conn *c)
 {
@@ -507,6 +731,11 @@ conn_do_head(struct eg_conn *c)
 	ssize_t n;
 
 	for (;;) {
+		/* a TLS handshake record (0x16): no method begins so */
+		if (h->len > 0 && h->buf[0] == 0x16) {
+			conn_tls_to_proxy(c);
+			return EG_IO_OK;
+		}
 		if (h->len > 0) {
 			r = eg_head_scan(h->buf, h->len, &h->scan, &hl);
 			if (r == EG_PARSE_OK)
@@ -585,12 +814,19 @@ conn_decide(struct eg_conn *c)
 	struct eg_target *t = &c->t;
 	enum eg_match m;
 
+	char body[EG_HOST_MAX + 256];
+
 	pthread_rwlock_rdlock(&c->ex->lock);
 	m = conn_match(c);
 	if (m != EG_MATCH_ALLOW) {
 		conn_policy_deny_locked(c, m);
 		pthread_rwlock_unlock(&c->ex->lock);
 		conn_policy_reply(c, m, t->phase);
+		return;
+	}
+	if (conn_budget_refused_locked(c, 0, body, sizeof(body))) {
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_refuse(c, EG_R_BUDGET, 429, body);
 		return;
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
@@ -922,6 +1158,7 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 void
 eg_conn_reset_for_next(struct eg_conn *c)
 {
+	conn_budget_fold(c);
 	conn_emit_close(c, EG_END_DONE);
 	eg_io_del(c->w->loop, &c->uio);
 	close(c->uio.fd);
@@ -931,6 +1168,7 @@ eg_conn_reset_for_next(struct eg_conn *c)
 	eg_pend_release(c, &c->c2u);
 	eg_pend_release(c, &c->u2c);
 	c->up = c->down = 0;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
 	c->u_eof = c->u_wshut = 0;
 	c->decided = 0;
 	c->end = EG_END_NONE;
@@ -947,6 +1185,7 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 
 	if (c->state == EG_CS_DEAD)
 		return;
+	conn_budget_fold(c);
 	if (c->allowed)
 		conn_emit_close(c, end);
 	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
@@ -985,6 +1224,22 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 		eg_client_release(c->ex, (struct sockaddr *)&c->cpeer);
 	c->counted = 0;
 	__atomic_sub_fetch(&c->ex->active, 1, __ATOMIC_RELAXED);
+}
+
+void
+eg_conn_policy_close(struct eg_conn *c, enum eg_end end)
+{
+	static const struct linger rst = { 1, 0 };
+
+	if (c->state == EG_CS_DEAD)
+		return;
+	if (c->cio.fd != -1)
+		(void)setsockopt(c->cio.fd, SOL_SOCKET, SO_LINGER, &rst,
+		    sizeof(rst));
+	if (c->uio.fd != -1)
+		(void)setsockopt(c->uio.fd, SOL_SOCKET, SO_LINGER, &rst,
+		    sizeof(rst));
+	eg_conn_close(c, end);
 }
 
 /* A zeroed connection: from the worker's pool, else a new one. */
@@ -1190,10 +1445,8 @@ static void
 conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
     const struct sockaddr *sa)
 {
-	static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
-	    "egressd: out of memory\n";
+	char reply[EG_REFUSAL_MAX];	/* no allocation: formatted here */
+	size_t n;
 	struct eg_event ev;
 	struct eg_conn tmp;	/* only what conn_event() reads */
 
@@ -1209,7 +1462,9 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
-	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = eg_refusal_reply(reply, sizeof(reply), EG_R_TOO_MANY, 503,
+	    "egressd: out of memory");
+	(void)send(fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
 	close(fd);
 }
@@ -1246,6 +1501,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	eg_io_init(&c->uio, -1, conn_uio, c);
 	c->c2u.pipe[0] = c->c2u.pipe[1] = -1;
 	c->u2c.pipe[0] = c->u2c.pipe[1] = -1;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
 	eg_timer_init(&c->tmo, conn_timeout, c);
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);
@@ -1331,10 +1587,16 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		pthread_rwlock_rdlock(&w->ex->lock);
 		m = eg_phase_decide(sess->phase, host, port, w->ex->cfg->ports,
 		    w->ex->cfg->nports, &rule, &report);
+		if (m == EG_MATCH_ALLOW && c->allowed) {
+			/* it stays: its bytes count towards the budgets of
+			 * the session's phase now */
+			(void)conn_budget_fold_locked(c);
+			conn_budget_lease_locked(c);
+		}
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;
-		eg_conn_close(c, why);
+		eg_conn_policy_close(c, why);
 		n++;
 	}
 	return n;
@@ -1359,7 +1621,10 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 		}
 		if (c->allowed)
 			n++;
-		eg_conn_close(c, EG_END_SESSION_CLOSED);
+		if (c->allowed || c->kept)
+			eg_conn_policy_close(c, EG_END_SESSION_CLOSED);
+		else
+			eg_conn_close(c, EG_END_SESSION_CLOSED);
 	}
 	return n;
 }

@@ -322,6 +322,8 @@ eg_forward_do(struct eg_conn *c)
 		eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
+	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		return EG_IO_CLOSED;
 	if (!f->resp_done || eg_pend_busy(&c->u2c))
 		return EG_IO_AGAIN;
 	if (!f->req_done || !f->keepalive) {

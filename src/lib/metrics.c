@@ -60,6 +60,7 @@ struct eg_metrics {
 
 	uint64_t	 bytes_up, bytes_down;	/* atomic */
 	uint64_t	 phase_switches;	/* atomic */
+	uint64_t	 budget_exhausted;	/* atomic */
 	uint64_t	 reloads_ok, reloads_err;	/* atomic */
 	struct hist	 hist[2];		/* atomic fields */
 };
@@ -101,6 +102,13 @@ static uint64_t
 load64(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+void
+eg_metrics_budget_exhausted(struct eg_metrics *m)
+{
+	if (m != NULL)
+		add64(&m->budget_exhausted, 1);
 }
 
 /* Copy a label value, cut at LABEL_MAX - 1 bytes. */
@@ -352,6 +360,11 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Phase switches (PHASE audit events).");
 	eg_buf_printf(o, "egressd_phase_switches_total %llu\n",
 	    (unsigned long long)load64(&m->phase_switches));
+	out_head(o, "egressd_budget_exhausted_total", "counter",
+	    "Budgets spent: a session's up, down or requests budget of its "
+	    "phase, counted once each time the count crosses the limit.");
+	eg_buf_printf(o, "egressd_budget_exhausted_total %llu\n",
+	    (unsigned long long)load64(&m->budget_exhausted));
 	out_head(o, "egressd_reloads_total", "counter",
 	    "Configuration reloads by result.");
 	eg_buf_printf(o, "egressd_reloads_total{result=\"ok\"} %llu\n",

@@ -36,6 +36,8 @@ void	eg_metrics_register(struct eg_metrics *, struct eg_phase *, size_t);
  * end and bytes from CLOSE; phase switches from PHASE).  Any thread. */
 void	eg_metrics_event(struct eg_metrics *, const struct eg_event *);
 void	eg_metrics_observe(struct eg_metrics *, enum eg_hist, uint64_t us);
+/* A session's budget was spent (egressd_budget_exhausted_total). */
+void	eg_metrics_budget_exhausted(struct eg_metrics *);
 void	eg_metrics_reload(struct eg_metrics *, int ok);
 
 /* Gauges the renderer reads from the proxy. */

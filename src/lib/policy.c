@@ -463,6 +463,7 @@ eg_phase_clear(struct eg_phase *p)
 		eg_rule_clear(&p->rules[i]);
 	eg_free(p->rules);
 	eg_free(p->name);
+	eg_free(p->hint);
 	index_free(p->index);
 	memset(p, 0, sizeof(*p));
 }

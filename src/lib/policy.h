@@ -41,6 +41,12 @@ struct eg_phase_index;			/* opaque lookup structure */
 struct eg_phase {
 	char			*name;
 	int			 report;	/* mode = report */
+	char			*hint;		/* added to not_allowed
+						   refusals; NULL: none */
+	/* budgets (SPEC "Configuration"): a limit counts only when its
+	   EG_BUDGET_* bit is in budget_has (0 is a limit too) */
+	uint64_t		 budget_up, budget_down, budget_requests;
+	unsigned		 budget_has;
 	int			 line;		/* where [phase:NAME] was */
 	size_t			 nrules;
 	struct eg_rule		*rules;
@@ -51,6 +57,10 @@ struct eg_phase {
 						   before the snapshot is
 						   used (metrics.c) */
 };
+
+#define EG_BUDGET_UP	0x1
+#define EG_BUDGET_DOWN	0x2
+#define EG_BUDGET_REQ	0x4
 
 enum eg_match {
 	EG_MATCH_ALLOW,

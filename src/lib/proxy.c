@@ -759,6 +759,7 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
 	/* after this, every decision uses the new phase */
 	ex->def.phase = p;
 	ex->def.gen++;
+	eg_budget_reset(&ex->def.bud);	/* a new count, even to the same */
 	pthread_rwlock_unlock(&ex->lock);
 	n = eg_workers_close_forbidden(ex, &ex->def, EG_END_PHASE_CHANGE);
 	emit_phase(ex, from, by ? by : "api", n);
@@ -913,6 +914,8 @@ egress_reload(struct egress *ex, const char *by)
 	pthread_rwlock_wrlock(&ex->lock);
 	old = ex->cfg;
 	ex->cfg = cfg;
+	if (eg_budget_changed(ex->def.phase, p))
+		eg_budget_reset(&ex->def.bud);
 	ex->def.phase = p;
 	ex->def.gen++;
 	eg_sessions_reload_swap(ex, cfg);

@@ -36,6 +36,8 @@ enum eg_reason {
 	EG_R_LOOP,
 	EG_R_SHUTDOWN,
 	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
+	EG_R_BUDGET,		/* a budget of the phase is spent */
+	EG_R_TLS_TO_PROXY,	/* a TLS ClientHello instead of a request */
 	EG_R_COUNT		/* (how many; not a reason) */
 };
 extern const char *const eg_reason_name[];
@@ -52,12 +54,29 @@ enum eg_end {
 	EG_END_DONE,
 	EG_END_ERROR,
 	EG_END_SESSION_CLOSED,
+	EG_END_BUDGET,
 	EG_END_COUNT		/* (how many; not an end) */
 };
 extern const char *const eg_end_name[];
 
 
 struct eg_ring;
+
+/*
+ * A session's budgets of its current phase (SPEC "Configuration"): what
+ * it used since it entered the phase.  The limits are the phase's.  A
+ * connection folds its bytes in (conn.c) when it passes the mark of its
+ * lease, when it closes, and when a plain-HTTP request ends, not per
+ * transfer; ALLOW decisions count at once.  epoch and a reset
+ * (eg_budget_reset()) change under egress.lock held for writing; the
+ * counts are atomics, added to under the read lock.
+ */
+struct eg_budget {
+	uint64_t		 epoch;
+	uint64_t		 up, down, req;	/* atomic */
+	unsigned		 spent;	/* atomic: EG_BUDGET_* bits counted in
+					   egressd_budget_exhausted_total */
+};
 
 /*
  * A session (SPEC "Sessions"): a group of listeners with its own phase,
@@ -73,6 +92,7 @@ struct eg_session {
 	/* Guarded by egress.lock: the phase, in ex->cfg or in phases. */
 	const struct eg_phase	*phase;
 	uint64_t		 gen;	/* bumped by every phase/cfg swap */
+	struct eg_budget	 bud;	/* its phase's budgets, used */
 
 	unsigned		 refs;		/* atomic */
 	struct eg_session	*next;		/* registry */
@@ -304,6 +324,10 @@ void	eg_conn_pool_drain(struct eg_worker *);
 unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);
 void	eg_conn_close_all(struct eg_worker *, enum eg_end);
+/* A new count (caller holds egress.lock for writing): after a phase
+ * switch, and after a reload when eg_budget_changed(old, new). */
+void	eg_budget_reset(struct eg_budget *);
+int	eg_budget_changed(const struct eg_phase *, const struct eg_phase *);
 
 /*
  * An audit event inside the library: enums and pointers.  eg_emit()

@@ -650,6 +650,7 @@ egress_session_set_phase(struct egress *ex, const char *session,
 	from = s->phase->name;
 	s->phase = p;
 	s->gen++;
+	eg_budget_reset(&s->bud);	/* a new count, even to the same */
 	pthread_rwlock_unlock(&ex->lock);
 	n = eg_workers_close_forbidden(ex, s, EG_END_PHASE_CHANGE);
 	emit_phase(ex, s, from, by ? by : "api", n);
@@ -1090,6 +1091,8 @@ eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg)
 		}
 		if (p == NULL)
 			p = eg_cfg_phase(cfg, s->phase->name);
+		if (eg_budget_changed(s->phase, p))
+			eg_budget_reset(&s->bud);
 		s->phase = p;
 		s->gen++;
 	}

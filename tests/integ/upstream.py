@@ -16,7 +16,8 @@ Kinds:
   http     HTTP/1.1 origin server: every response body names the method,
            the path, the request body's length and SHA-256, and every
            request header received, one per line ("h: Name: value").
-           /chunked answers chunked, /close close-delimited, anything else
+           /chunked answers chunked, /close close-delimited (/closebigN
+           with N more bytes), anything else
            with Content-Length; keep-alive; request bodies with
            Content-Length or chunked.
   count    like echo, but counts accepted connections into --count-file
@@ -222,6 +223,8 @@ def http(s, first=b""):
             payload = ("\n".join(out) + "\n").encode("latin-1")
             if path.startswith("/big"):
                 payload += b"x" * (int(path[4:] or "1048576"))
+            elif path.startswith("/closebig"):  # close-delimited, large
+                payload += b"x" * (int(path[9:] or "1048576"))
             if method == "HEAD":
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
                           % len(payload))

@@ -73,8 +73,23 @@ struct run_opts {
 };
 
 /* Decision counters, bumped on loop threads. */
+#define RUN_BLK_MAX	64	/* distinct blocked host:ports kept */
+#define RUN_BLK_SHOW	10	/* in the closing summary */
+
+struct run_blk {
+	char			hp[280];	/* host:port, printable */
+	unsigned long long	n;
+};
+
 struct run_counts {
 	unsigned long long	allow, block, fail;
+	/* the blocked host:ports, for the closing summary (under mtx: the
+	   loop threads report at once) */
+	pthread_mutex_t		mtx;
+	struct run_blk		blk[RUN_BLK_MAX];
+	size_t			nblk;
+	unsigned long long	blk_other;	/* BLOCKs of host:ports past
+						   RUN_BLK_MAX */
 };
 
 static const char run_usage[] =
@@ -739,19 +754,84 @@ static int
 sb_init(struct egress *ex, const void *cfg, void **state, char *err,
     size_t errlen)
 {
+	struct run_counts *c;
+
 	(void)ex;
 	(void)cfg;
-	if ((*state = eg_calloc(1, sizeof(struct run_counts))) == NULL) {
+	if ((*state = c = eg_calloc(1, sizeof(struct run_counts))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&c->mtx, NULL);
 	return 0;
 }
 
 static void
 sb_fini(void *state)
 {
+	struct run_counts *c = state;
+
+	if (c != NULL)
+		pthread_mutex_destroy(&c->mtx);
 	eg_free(state);
+}
+
+/* Count a BLOCK of host:port (host NULL: "-") for the summary. */
+static void
+count_blocked(struct run_counts *c, const char *host, unsigned port)
+{
+	char hp[sizeof(c->blk[0].hp)];
+	size_t i;
+	int n;
+
+	n = port ? snprintf(hp, sizeof(hp), "%s:%u", host ? host : "-", port) :
+	    snprintf(hp, sizeof(hp), "%s", host ? host : "-");
+	if (n < 0)
+		return;
+	for (i = 0; hp[i] != '\0'; i++)	/* escaped already; be sure */
+		if ((unsigned char)hp[i] <= 0x20 || (unsigned char)hp[i] >= 0x7f)
+			hp[i] = '?';
+	pthread_mutex_lock(&c->mtx);
+	for (i = 0; i < c->nblk; i++)
+		if (strcmp(c->blk[i].hp, hp) == 0)
+			break;
+	if (i < c->nblk)
+		c->blk[i].n++;
+	else if (c->nblk < RUN_BLK_MAX) {
+		memcpy(c->blk[c->nblk].hp, hp, sizeof(hp));
+		c->blk[c->nblk++].n = 1;
+	} else
+		c->blk_other++;
+	pthread_mutex_unlock(&c->mtx);
+}
+
+/* "egressd: blocked: HOST:PORT (N), ... and K more" (none: nothing). */
+static void
+print_blocked(struct run_counts *c)
+{
+	unsigned long long more = c->blk_other;
+	struct run_blk t;
+	size_t i, j;
+
+	if (c->nblk == 0)
+		return;
+	/* most first; equal counts stay in the order first seen (a stable
+	 * insertion sort of at most RUN_BLK_MAX entries) */
+	for (i = 1; i < c->nblk; i++) {
+		t = c->blk[i];
+		for (j = i; j > 0 && c->blk[j - 1].n < t.n; j--)
+			c->blk[j] = c->blk[j - 1];
+		c->blk[j] = t;
+	}
+	fputs("egressd: blocked:", stderr);
+	for (i = 0; i < c->nblk && i < RUN_BLK_SHOW; i++)
+		fprintf(stderr, "%s %s (%llu)", i ? "," : "", c->blk[i].hp,
+		    c->blk[i].n);
+	for (; i < c->nblk; i++)
+		more += c->blk[i].n;
+	if (more > 0)
+		fprintf(stderr, ", and %llu more", more);
+	fputc('\n', stderr);
 }
 
 static void
@@ -765,6 +845,7 @@ on_event(const struct egress_event *ev, void *arg)
 		break;
 	case EGRESS_EV_BLOCK:
 		__atomic_fetch_add(&c->block, 1, __ATOMIC_RELAXED);
+		count_blocked(c, ev->host, ev->port);
 		break;
 	case EGRESS_EV_FAIL:
 		__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
@@ -1060,6 +1141,9 @@ cleanup(struct run_state *st)
 			st->cnt.allow = c->allow;
 			st->cnt.block = c->block;
 			st->cnt.fail = c->fail;
+			memcpy(st->cnt.blk, c->blk, sizeof(c->blk));
+			st->cnt.nblk = c->nblk;
+			st->cnt.blk_other = c->blk_other;
 		}
 		egress_free(st->ex);
 		st->ex = NULL;
@@ -1601,6 +1685,8 @@ run_main(int argc, char *argv[])
 		    "not kept (--audit PATH or audit_log keeps it)" :
 		    strcmp(st.auditpath, "-") == 0 ? "standard output" :
 		    st.auditpath);
+	if (st.o.proxy == NULL)
+		print_blocked(&st.cnt);
 done:
 	cleanup(&st);
 	/* CMD never ran: say so to the launcher (egressd replay) */
