@@ -64,6 +64,7 @@ struct cl {
 	size_t	 need;		/* body or echo bytes still expected */
 	int	 gothead;
 	int	 closeafter;	/* http: the response said Connection: close */
+	int	 served;	/* http: responses on this connection */
 	char	 head[HEAD_MAX];
 };
 
@@ -530,6 +531,7 @@ cl_start(struct cl *c)
 		    sizeof(one));
 	c->fd = fd;
 	c->st = S_CONNECTING;
+	c->served = 0;
 	c->t0 = now_ns();
 	if (mode == M_HTTP && measuring)
 		nconns++;
@@ -595,6 +597,7 @@ http_done(struct cl *c)
 		done_count++;
 		sample_add(&s_lat, now_ns() - c->treq);
 	}
+	c->served++;
 	if (c->closeafter) {
 		cl_close(c);
 		cl_start(c);
@@ -713,6 +716,18 @@ on_readable(struct cl *c)
 			    HEAD_MAX - c->headlen);
 		} else
 			n = read(c->fd, iobuf, sizeof(iobuf));
+		if (n == 0 && mode == M_HTTP && c->st == S_HTTPRESP &&
+		    c->served > 0 && c->headlen == 0) {
+			/*
+			 * The proxy ended a connection it had answered on
+			 * without saying Connection: close (tinyproxy does):
+			 * not an error, as for curl, the request goes again
+			 * on a new connection.
+			 */
+			cl_close(c);
+			cl_start(c);
+			return;
+		}
 		if (n == 0) {
 			cl_fail(c);
 			return;
