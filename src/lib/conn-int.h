@@ -94,9 +94,15 @@ struct fwd {
 	int64_t		 resp_left;
 	struct eg_chunk	 resp_chunk;
 	int		 resp_chunked, keepalive, is_head;
-	size_t		 rlen;
+	int		 resp_extra;	/* bytes past the response: the
+					   upstream is not reused */
+	int		 interim;	/* a 1xx was passed on */
+	size_t		 rlen, rcap;
+	size_t		 retry_len;	/* the request head kept at
+					   rbuf + rcap for one retry (0: none) */
 	struct eg_resp	 resp;
-	uint8_t		 rbuf[];	/* response head, max_header_bytes */
+	uint8_t		 rbuf[];	/* response head (rcap =
+					   max_header_bytes), then retry_len */
 };
 
 struct eg_conn {
@@ -123,6 +129,8 @@ struct eg_conn {
 	struct eg_target	 t;		/* the request's target and
 						   its decision */
 	int			 kept;		/* plain HTTP: between requests */
+	int			 reused;	/* plain HTTP: the upstream came
+						   from the worker's pool */
 	const char		*method;	/* static or in h */
 	int			 dns_pending, dns_done, in_step;
 	uint32_t		 uev;		/* upstream events for CONNECTING */
@@ -179,6 +187,12 @@ int	eg_conn_budget_check(struct eg_conn *);
 unsigned eg_conn_idle_ms(const struct eg_conn *);
 /* After a plain-HTTP response: CLOSE, then HEAD for the next request. */
 void	eg_conn_reset_for_next(struct eg_conn *);
+/*
+ * Plain HTTP, after its ALLOW: close the upstream and connect afresh to
+ * the request's checked addresses (CONNECTING, then FORWARD with what c2u
+ * holds).  0, or -1 with no candidate left (the upstream closed).
+ */
+int	eg_conn_reconnect(struct eg_conn *);
 
 /* tunnel.c */
 int	eg_pend_busy(const struct pend *);

@@ -32,6 +32,7 @@
 #include "session.h"
 #include "sni.h"
 #include "tcpopt.h"
+#include "upool.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #define CONNPOOL_MAX	0		/* ASan sees every use after free */
@@ -966,11 +967,15 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 }
 
+static void	conn_connected(struct eg_conn *);
+
 static enum eg_io_st
 conn_do_resolving(struct eg_conn *c)
 {
 	struct eg_ownaddr *own;
 	enum eg_select sel;
+	size_t i;
+	int fd;
 
 	if (!c->dns_done)
 		return EG_IO_AGAIN;
@@ -994,6 +999,19 @@ conn_do_resolving(struct eg_conn *c)
 		conn_fail(c, EG_R_PRIVATE_ADDRESS);
 		return EG_IO_OK;
 	}
+	/* plain HTTP: an idle upstream of this session, to this host and
+	 * port at an address just checked, is as good as a new one */
+	if (c->h->req.form == EG_REQ_ABSOLUTE && (fd = eg_upool_get(
+	    &c->w->upool, c->sess, EG_UPOOL_HTTP, &c->t.host, c->t.port,
+	    c->t.addrs, c->t.naddr, &i)) != -1) {
+		c->t.ai = i + 1;
+		sa_text(&c->t.addrs[i], c->t.addr, sizeof(c->t.addr));
+		eg_io_set_fd(&c->uio, fd);
+		c->u2c.rd = c->u2c.hup = 0;
+		c->reused = 1;
+		conn_connected(c);
+		return EG_IO_OK;
+	}
 	c->t_start = eg_clock_us();
 	if (conn_connect_next(c) != EG_IO_OK) {
 		conn_fail(c, EG_R_CONNECT_FAILED);
@@ -1001,6 +1019,23 @@ conn_do_resolving(struct eg_conn *c)
 	}
 	eg_conn_set_state(c, EG_CS_CONNECTING);
 	return EG_IO_AGAIN;
+}
+
+int
+eg_conn_reconnect(struct eg_conn *c)
+{
+	if (c->uio.fd != -1) {
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	c->reused = 0;
+	c->t.ai = 0;
+	c->t_start = eg_clock_us();
+	if (conn_connect_next(c) != EG_IO_OK)
+		return -1;
+	eg_conn_set_state(c, EG_CS_CONNECTING);
+	return 0;
 }
 
 static void
@@ -1047,6 +1082,12 @@ conn_do_connecting(struct eg_conn *c)
 	if (err == 0) {
 		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
 		    eg_clock_us() - c->t_start);
+		if (c->allowed) {
+			/* a plain-HTTP retry (eg_conn_reconnect()): its
+			 * request is queued in c2u */
+			eg_conn_set_state(c, EG_CS_FORWARD);
+			return EG_IO_OK;
+		}
 		conn_connected(c);
 		return EG_IO_OK;
 	}
@@ -1055,6 +1096,10 @@ conn_do_connecting(struct eg_conn *c)
 	c->uio.fd = -1;
 	if (conn_connect_next(c) == EG_IO_OK)
 		return EG_IO_AGAIN;	/* same state; timer keeps running */
+	if (c->allowed) {		/* a retry: the ALLOW owes a CLOSE */
+		eg_conn_close(c, EG_END_ERROR);
+		return EG_IO_CLOSED;
+	}
 	conn_fail(c, EG_R_CONNECT_FAILED);
 	return EG_IO_OK;
 }
@@ -1160,9 +1205,12 @@ eg_conn_reset_for_next(struct eg_conn *c)
 {
 	conn_budget_fold(c);
 	conn_emit_close(c, EG_END_DONE);
-	eg_io_del(c->w->loop, &c->uio);
-	close(c->uio.fd);
-	c->uio.fd = -1;
+	if (c->uio.fd != -1) {		/* not given to the pool */
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	c->reused = 0;
 	eg_free(c->f);
 	c->f = NULL;
 	eg_pend_release(c, &c->c2u);
@@ -1381,6 +1429,10 @@ conn_timeout(void *arg)
 		conn_bad(c, 408, "request headers not received in time");
 		break;
 	case EG_CS_CONNECTING:
+		if (c->allowed) {	/* a plain-HTTP retry */
+			eg_conn_close(c, EG_END_ERROR);
+			return;
+		}
 		conn_fail(c, EG_R_CONNECT_TIMEOUT);
 		break;
 	case EG_CS_SNI:
@@ -1580,7 +1632,8 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 			continue;
 		if (c->state != EG_CS_TUNNEL && c->state != EG_CS_SNI &&
 		    c->state != EG_CS_FORWARD && c->state != EG_CS_REPLYING &&
-		    !(c->state == EG_CS_HEAD && c->kept))
+		    !(c->state == EG_CS_HEAD && c->kept) &&
+		    !(c->state == EG_CS_CONNECTING && c->allowed))
 			continue;
 		host = &c->t.host;
 		port = c->t.port;
@@ -1626,6 +1679,7 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 		else
 			eg_conn_close(c, EG_END_SESSION_CLOSED);
 	}
+	(void)eg_upool_drop(&w->upool, sess, NULL, NULL);
 	return n;
 }
 
@@ -1646,4 +1700,5 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 		}
 		eg_conn_close(c, why);
 	}
+	(void)eg_upool_drop(&w->upool, NULL, NULL, NULL);
 }

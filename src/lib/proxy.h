@@ -14,6 +14,7 @@
 #include "loop.h"
 #include "module.h"
 #include "shared.h"
+#include "upool.h"
 
 struct eg_audit;
 struct eg_metrics;
@@ -203,6 +204,7 @@ struct eg_worker {
 	int			 pipes[64][2];	/* free splice pipes */
 	unsigned		 npipes;
 	int			 stopped;
+	struct eg_upool		 upool;		/* idle upstream connections */
 	uint8_t			 scratch[65536];
 };
 
@@ -328,6 +330,9 @@ void	eg_conn_close_all(struct eg_worker *, enum eg_end);
  * switch, and after a reload when eg_budget_changed(old, new). */
 void	eg_budget_reset(struct eg_budget *);
 int	eg_budget_changed(const struct eg_phase *, const struct eg_phase *);
+/* forward.c: close the idle upstream connections of sess (NULL: every
+ * session) kept for plain HTTP whose host its phase no longer allows. */
+unsigned eg_forward_pool_recheck(struct eg_worker *, struct eg_session *);
 
 /*
  * An audit event inside the library: enums and pointers.  eg_emit()
