@@ -25,12 +25,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <mbedtls/base64.h>
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
 
 #include "egress.h"
 #include "alloc.h"
@@ -38,18 +32,6 @@
 #include "../common/fsutil.h"
 #include "record.h"
 #include "seal.h"
-
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (cap), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
-#else
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
-#endif
 
 static const char seal_usage[] =
 "usage: egressd record seal [--key KEY] DIR\n";
@@ -381,35 +363,26 @@ static int
 sign_buf(const char *path, const void *buf, size_t len, char *b64,
     size_t b64cap, size_t *b64len, char *err, size_t errlen)
 {
-	mbedtls_entropy_context ent;
-	mbedtls_ctr_drbg_context drbg;
-	mbedtls_pk_context pk;
-	unsigned char hash[32], sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
+	struct eg_key *pk;
+	unsigned char hash[32], sig[EG_SIG_MAX];
 	size_t siglen = 0;
 	int rc = -1;
 
-	if (rc_load_key(&pk, path, 1, err, errlen) == -1)
+	if ((pk = eg_key_load(path, 1, err, errlen)) == NULL)
 		return -1;
-	if (rc_drbg_init(&ent, &drbg, err, errlen) == -1) {
-		mbedtls_pk_free(&pk);
-		return -1;
-	}
-	if (SHA256(buf, len, hash) != 0 ||
-	    PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
-	    mbedtls_ctr_drbg_random, &drbg) != 0) {
+	eg_sha256(buf, len, hash);
+	if (eg_key_sign(pk, hash, sig, &siglen) != 0) {
 		snprintf(err, errlen, "%s: signing failed", path);
 		goto out;
 	}
-	if (mbedtls_base64_encode((unsigned char *)b64, b64cap, b64len, sig,
-	    siglen) != 0) {
+	if (eg_b64_encode(sig, siglen, b64, b64cap) != 0) {
 		snprintf(err, errlen, "base64: buffer too small");
 		goto out;
 	}
+	*b64len = strlen(b64);
 	rc = 0;
 out:
-	mbedtls_pk_free(&pk);
-	mbedtls_ctr_drbg_free(&drbg);
-	mbedtls_entropy_free(&ent);
+	eg_key_free(pk);
 	return rc;
 }
 
