@@ -358,32 +358,25 @@ fail:
 
 /* --- signing ------------------------------------------------------------ */
 
-/* base64 of the DER signature of buf's SHA-256 with the key at path. */
+/* base64 of the DER signature of buf's SHA-256 with pk (from path). */
 static int
-sign_buf(const char *path, const void *buf, size_t len, char *b64,
-    size_t b64cap, size_t *b64len, char *err, size_t errlen)
+sign_buf(struct eg_key *pk, const char *path, const void *buf, size_t len,
+    char *b64, size_t b64cap, size_t *b64len, char *err, size_t errlen)
 {
-	struct eg_key *pk;
-	unsigned char hash[32], sig[EG_SIG_MAX];
+	unsigned char hash[EG_SHA256_LEN], sig[EG_SIG_MAX];
 	size_t siglen = 0;
-	int rc = -1;
 
-	if ((pk = eg_key_load(path, 1, err, errlen)) == NULL)
-		return -1;
 	eg_sha256(buf, len, hash);
 	if (eg_key_sign(pk, hash, sig, &siglen) != 0) {
 		snprintf(err, errlen, "%s: signing failed", path);
-		goto out;
+		return -1;
 	}
 	if (eg_b64_encode(sig, siglen, b64, b64cap) != 0) {
 		snprintf(err, errlen, "base64: buffer too small");
-		goto out;
+		return -1;
 	}
 	*b64len = strlen(b64);
-	rc = 0;
-out:
-	eg_key_free(pk);
-	return rc;
+	return 0;
 }
 
 /* --- seal --------------------------------------------------------------- */
@@ -490,13 +483,19 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
 	const char *const *m;
 	json_t *run = NULL, *rec = NULL, *mods, *steps;
+	struct eg_key *pk = NULL;
 	uint64_t lines = 0;
 	size_t len, b64len;
 	int dirfd, fd, public, rc = -1;
 
 	err[0] = '\0';
+	/* the key first: one that group or others may read is refused
+	 * before anything is written */
+	if (key != NULL && (pk = eg_key_load(key, 1, err, errlen)) == NULL)
+		return -1;
 	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		eg_key_free(pk);
 		return -1;
 	}
 	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
@@ -562,8 +561,8 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 			goto out;
 		}
 	} else {
-		if (sign_buf(key, buf, len, b64, sizeof(b64) - 1, &b64len,
-		    err, errlen) == -1)
+		if (sign_buf(pk, key, buf, len, b64, sizeof(b64) - 1,
+		    &b64len, err, errlen) == -1)
 			goto out;
 		b64[b64len++] = '\n';
 		if (rp_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
@@ -579,6 +578,7 @@ out:
 	json_decref(rec);
 	json_decref(run);
 	close(dirfd);
+	eg_key_free(pk);
 	return rc;
 }
 
