@@ -46,6 +46,10 @@ tests/integ/reload-storm.test tests/integ/replay-net.test"
 PKGS="$PKGS debhelper dpkg-dev fakeroot lintian debootstrap binutils \
 libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
 
+# the clients whose refusal and reset messages the tests read
+# (refusal-clients.test, policy-reset.test): Go's net/http
+PKGS="$PKGS golang-go"
+
 # Slow tests run once (in _build), not in every tree: not in TESTS.
 PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test \
 tests/integ/deb13.test"
