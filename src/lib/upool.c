@@ -47,13 +47,14 @@ eg_upool_init(struct eg_upool *p, struct eg_loop *loop)
 }
 
 /* Unlink e, close its socket, release its session, put the slot back. */
-int
-eg_upool_drop_one(struct eg_upent *e)
+/* Unlink e from the pool's idle list (out of epoll, its session let go)
+ * and put it on the free list; its socket is left to the caller. */
+static void
+upent_unlink(struct eg_upent *e)
 {
 	struct eg_upool *p = e->pool;
 
-	if (e->io.fd == -1)
-		return 0;
+	eg_io_del(p->loop, &e->io);
 	if (e->prev != NULL)
 		e->prev->next = e->next;
 	else
@@ -62,15 +63,24 @@ eg_upool_drop_one(struct eg_upent *e)
 		e->next->prev = e->prev;
 	else
 		p->tail = e->prev;
-	eg_io_del(p->loop, &e->io);
-	close(e->io.fd);
-	e->io.fd = -1;
 	eg_session_unref(e->sess);
 	e->sess = NULL;
 	e->prev = NULL;
 	e->next = p->free;
 	p->free = e;
 	p->n--;
+}
+
+int
+eg_upool_drop_one(struct eg_upent *e)
+{
+	int fd = e->io.fd;
+
+	if (fd == -1)
+		return 0;
+	upent_unlink(e);
+	close(fd);
+	e->io.fd = -1;
 	return 1;
 }
 
@@ -78,25 +88,10 @@ eg_upool_drop_one(struct eg_upent *e)
 static int
 upent_take(struct eg_upent *e)
 {
-	struct eg_upool *p = e->pool;
 	int fd = e->io.fd;
 
-	eg_io_del(p->loop, &e->io);
+	upent_unlink(e);
 	e->io.fd = -1;		/* not closed by the drop */
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		p->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		p->tail = e->prev;
-	eg_session_unref(e->sess);
-	e->sess = NULL;
-	e->prev = NULL;
-	e->next = p->free;
-	p->free = e;
-	p->n--;
 	return fd;
 }
 

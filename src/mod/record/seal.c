@@ -373,14 +373,14 @@ eg_rr_strv_free(char **v, size_t n)
 	eg_free(v);
 }
 
+static char	**dir_names(int, size_t *);
+
 char **
 eg_rr_step_dirs(int dirfd, size_t *np)
 {
-	struct dirent *de;
-	char **v = NULL, **nv;
-	size_t n = 0, cap = 0;
-	DIR *d;
-	int fd, saved;
+	char **v;
+	size_t n, i, k;
+	int fd;
 
 	*np = 0;
 	fd = rp_open_beneath(dirfd, "steps", O_RDONLY | O_DIRECTORY |
@@ -391,40 +391,23 @@ eg_rr_step_dirs(int dirfd, size_t *np)
 		*np = (size_t)-1;
 		return NULL;
 	}
-	if ((d = fdopendir(fd)) == NULL) {
-		saved = errno;
-		close(fd);
-		errno = saved;
+	if ((v = dir_names(fd, &n)) == NULL) {
 		*np = (size_t)-1;
 		return NULL;
 	}
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			if ((nv = eg_realloc(v, cap * sizeof(*v))) == NULL)
-				goto fail;
-			v = nv;
-		}
-		if ((v[n] = eg_strdup(de->d_name)) == NULL)
-			goto fail;
-		n++;
+	/* the step folders: no dot files */
+	for (i = k = 0; i < n; i++) {
+		if (v[i][0] == '.')
+			eg_free(v[i]);
+		else
+			v[k++] = v[i];
 	}
-	if (errno != 0)
-		goto fail;
-	closedir(d);
-	if (n > 0)
-		qsort(v, n, sizeof(*v), strp_cmp);
-	*np = n;
+	if (k == 0) {
+		eg_free(v);
+		return NULL;
+	}
+	*np = k;
 	return v;
-fail:
-	saved = errno;
-	eg_rr_strv_free(v, n);
-	closedir(d);
-	errno = saved;
-	*np = (size_t)-1;
-	return NULL;
 }
 
 /* --- signing ------------------------------------------------------------ */

@@ -107,10 +107,14 @@ eg_sb_path_under(const char *path, const char *dir)
 	    (path[n] == '\0' || path[n] == '/');
 }
 
-const char *
-eg_sb_bwrap_find(char *buf, size_t len)
+/*
+ * The first bwrap in the fixed directories, never $PATH (a planted bwrap
+ * there would see everything): with usable, a regular file we may
+ * execute; without, anything by that name.  Its path in buf, or NULL.
+ */
+static const char *
+bwrap_scan(char *buf, size_t len, int usable)
 {
-	/* never $PATH: a planted bwrap there would see everything */
 	static const char *const dirs[] = {
 		"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"
 	};
@@ -122,7 +126,9 @@ eg_sb_bwrap_find(char *buf, size_t len)
 		n = snprintf(buf, len, "%s/bwrap", dirs[i]);
 		if (n < 0 || (size_t)n >= len)
 			continue;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		if (!usable && lstat(buf, &st) == 0)
+			return buf;
+		if (usable && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(buf, X_OK) == 0)
 			return buf;
 	}
@@ -130,23 +136,15 @@ eg_sb_bwrap_find(char *buf, size_t len)
 }
 
 const char *
+eg_sb_bwrap_find(char *buf, size_t len)
+{
+	return bwrap_scan(buf, len, 1);
+}
+
+const char *
 eg_sb_bwrap_unusable(char *buf, size_t len)
 {
-	static const char *const dirs[] = {
-		"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"
-	};
-	struct stat st;
-	size_t i;
-	int n;
-
-	for (i = 0; i < nitems(dirs); i++) {
-		n = snprintf(buf, len, "%s/bwrap", dirs[i]);
-		if (n < 0 || (size_t)n >= len)
-			continue;
-		if (lstat(buf, &st) == 0)
-			return buf;
-	}
-	return NULL;
+	return bwrap_scan(buf, len, 0);
 }
 
 /*
@@ -484,20 +482,6 @@ sysctl_num(const char *path)
 	return v;
 }
 
-/* A line from bwrap to stderr, control characters as \ooo. */
-static void
-put_line(const char *s)
-{
-	const unsigned char *p;
-
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(stderr, "\\%03o", *p);
-		else
-			fputc(*p, stderr);
-	}
-}
-
 void
 eg_sb_bwrap_explain(const char *bwrap)
 {
@@ -510,7 +494,7 @@ eg_sb_bwrap_explain(const char *bwrap)
 	/* can it make any sandbox here, or was it our command line? */
 	if (bwrap_probe(bwrap, line, sizeof(line)) == -1) {
 		fprintf(stderr, "egressd: bwrap cannot create a sandbox here: ");
-		put_line(line[0] != '\0' ? line : "(no message)");
+		eg_sb_put_safe(line[0] != '\0' ? line : "(no message)");
 		fprintf(stderr, "\n  (%s --unshare-all --ro-bind / / true "
 		    "fails)\n", bwrap);
 	} else

@@ -300,10 +300,8 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	return out->oom ? -1 : 0;
 }
 
-/* Write s to stderr with control characters as \ooo: file names come
- * from the working directory, which the command may have written. */
-static void
-put_safe(const char *s)
+void
+eg_sb_put_safe(const char *s)
 {
 	const unsigned char *p;
 
@@ -319,10 +317,10 @@ static void
 path_err(const char *opt, const char *path, const char *what, int e)
 {
 	fprintf(stderr, "egressd run: %s ", opt);
-	put_safe(path);
+	eg_sb_put_safe(path);
 	fputs(": ", stderr);
 	if (what != NULL) {
-		put_safe(what);
+		eg_sb_put_safe(what);
 		fputs(": ", stderr);
 	}
 	fprintf(stderr, "%s\n", strerror(e));
@@ -389,11 +387,11 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 					n = 0;
 				tgt[n] = '\0';
 				fprintf(stderr, "egressd run: %s ", opt);
-				put_safe(path);
+				eg_sb_put_safe(path);
 				fputs(": ", stderr);
-				put_safe(cand);
+				eg_sb_put_safe(cand);
 				fputs(" is a symbolic link to ", stderr);
-				put_safe(tgt);
+				eg_sb_put_safe(tgt);
 				fputs(";\n  refusing to bind what a link points "
 				    "to: name the target itself if you mean "
 				    "it\n", stderr);

@@ -123,6 +123,9 @@ const char	*eg_sb_bwrap_find(char *buf, size_t len);
  * a regular executable file), or NULL: to tell "not installed" from
  * "installed but unusable". */
 const char	*eg_sb_bwrap_unusable(char *buf, size_t len);
+/* s to stderr with control characters as \ooo (file names come from the
+ * working directory, which the command may have written; bwrap's lines). */
+void	eg_sb_put_safe(const char *s);
 /* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
 int		 eg_sb_bwrap_argv(const struct sb_bwrap_spec *spec,
 		    struct sb_strv *out);
