@@ -548,6 +548,17 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 	case K_STR:
 		if (k->sect == KS_PROXY && k->off == C(audit_log))
 			ps->cfg->audit_log_set = 1;
+		/* a signing key others may read is refused as the admin token
+		 * is (a missing one is the start's error, as before) */
+		if (k->sect == KS_PROXY && k->off == C(audit_key)) {
+			char q[400], why[512];
+			struct stat st;
+
+			if (stat(val, &st) == 0 && eg_secret_mode_why(&st, val,
+			    "the private key", why, sizeof(why)) != NULL)
+				return perr(ps, "%s %s: %s", k->name,
+				    quote(val, len, q, sizeof(q)), why);
+		}
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_PHASE:
 		if (!eg_phase_name_ok(val, len))

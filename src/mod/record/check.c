@@ -38,10 +38,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <mbedtls/base64.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
 
 #include "egress.h"
 #include "alloc.h"
@@ -50,12 +46,6 @@
 #include "record.h"
 #include "seal.h"
 #include "verify.h"
-
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
-#else
-#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
-#endif
 
 static const char check_usage[] =
 "usage: egressd record check [--pubkey PUB] DIR\n";
@@ -182,7 +172,7 @@ check_record(struct rc *c)
 static void
 check_sig(struct rc *c)
 {
-	mbedtls_pk_context pk;
+	struct eg_key *pk;
 	unsigned char hash[32], sig[512];
 	char *b64 = NULL, *rec = NULL, msg[512];
 	size_t b64len, reclen, siglen, i, j;
@@ -191,7 +181,7 @@ check_sig(struct rc *c)
 		report(c, -1, "record.sig", "not checked (no --pubkey)");
 		return;
 	}
-	if (rc_load_key(&pk, c->pubkey, 0, msg, sizeof(msg)) == -1) {
+	if ((pk = eg_key_load(c->pubkey, 0, msg, sizeof(msg))) == NULL) {
 		report(c, 0, "record.sig", "%s", msg);
 		return;
 	}
@@ -203,8 +193,7 @@ check_sig(struct rc *c)
 	for (i = j = 0; i < b64len; i++)	/* drop the newline(s) */
 		if (b64[i] != '\n' && b64[i] != '\r' && b64[i] != ' ')
 			b64[j++] = b64[i];
-	if (mbedtls_base64_decode(sig, sizeof(sig), &siglen,
-	    (unsigned char *)b64, j) != 0) {
+	if (eg_b64_decode(b64, j, sig, sizeof(sig), &siglen) != 0) {
 		report(c, 0, "record.sig", "not base64");
 		goto out;
 	}
@@ -213,9 +202,8 @@ check_sig(struct rc *c)
 		report(c, 0, "record.sig", "record.json: %s", strerror(errno));
 		goto out;
 	}
-	if (SHA256((unsigned char *)rec, reclen, hash) != 0 ||
-	    mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, hash, 32, sig,
-	    siglen) != 0) {
+	eg_sha256(rec, reclen, hash);
+	if (eg_key_verify(pk, hash, sig, siglen) != 0) {
 		report(c, 0, "record.sig", "bad signature: not record.json's "
 		    "with the key of %s", c->pubkey);
 		goto out;
@@ -225,7 +213,7 @@ check_sig(struct rc *c)
 out:
 	eg_free(rec);
 	eg_free(b64);
-	mbedtls_pk_free(&pk);
+	eg_key_free(pk);
 }
 
 /* --- plan.ini, config.ini, run.json ------------------------------------- */

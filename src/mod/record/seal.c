@@ -25,12 +25,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <mbedtls/base64.h>
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
 
 #include "egress.h"
 #include "alloc.h"
@@ -38,18 +32,6 @@
 #include "../common/fsutil.h"
 #include "record.h"
 #include "seal.h"
-
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (cap), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
-#else
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
-#endif
 
 static const char seal_usage[] =
 "usage: egressd record seal [--key KEY] DIR\n";
@@ -376,41 +358,25 @@ fail:
 
 /* --- signing ------------------------------------------------------------ */
 
-/* base64 of the DER signature of buf's SHA-256 with the key at path. */
+/* base64 of the DER signature of buf's SHA-256 with pk (from path). */
 static int
-sign_buf(const char *path, const void *buf, size_t len, char *b64,
-    size_t b64cap, size_t *b64len, char *err, size_t errlen)
+sign_buf(struct eg_key *pk, const char *path, const void *buf, size_t len,
+    char *b64, size_t b64cap, size_t *b64len, char *err, size_t errlen)
 {
-	mbedtls_entropy_context ent;
-	mbedtls_ctr_drbg_context drbg;
-	mbedtls_pk_context pk;
-	unsigned char hash[32], sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
+	unsigned char hash[EG_SHA256_LEN], sig[EG_SIG_MAX];
 	size_t siglen = 0;
-	int rc = -1;
 
-	if (rc_load_key(&pk, path, 1, err, errlen) == -1)
-		return -1;
-	if (rc_drbg_init(&ent, &drbg, err, errlen) == -1) {
-		mbedtls_pk_free(&pk);
-		return -1;
-	}
-	if (SHA256(buf, len, hash) != 0 ||
-	    PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
-	    mbedtls_ctr_drbg_random, &drbg) != 0) {
+	eg_sha256(buf, len, hash);
+	if (eg_key_sign(pk, hash, sig, &siglen) != 0) {
 		snprintf(err, errlen, "%s: signing failed", path);
-		goto out;
+		return -1;
 	}
-	if (mbedtls_base64_encode((unsigned char *)b64, b64cap, b64len, sig,
-	    siglen) != 0) {
+	if (eg_b64_encode(sig, siglen, b64, b64cap) != 0) {
 		snprintf(err, errlen, "base64: buffer too small");
-		goto out;
+		return -1;
 	}
-	rc = 0;
-out:
-	mbedtls_pk_free(&pk);
-	mbedtls_ctr_drbg_free(&drbg);
-	mbedtls_entropy_free(&ent);
-	return rc;
+	*b64len = strlen(b64);
+	return 0;
 }
 
 /* --- seal --------------------------------------------------------------- */
@@ -517,13 +483,19 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
 	const char *const *m;
 	json_t *run = NULL, *rec = NULL, *mods, *steps;
+	struct eg_key *pk = NULL;
 	uint64_t lines = 0;
 	size_t len, b64len;
 	int dirfd, fd, public, rc = -1;
 
 	err[0] = '\0';
+	/* the key first: one that group or others may read is refused
+	 * before anything is written */
+	if (key != NULL && (pk = eg_key_load(key, 1, err, errlen)) == NULL)
+		return -1;
 	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		eg_key_free(pk);
 		return -1;
 	}
 	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
@@ -589,8 +561,8 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 			goto out;
 		}
 	} else {
-		if (sign_buf(key, buf, len, b64, sizeof(b64) - 1, &b64len,
-		    err, errlen) == -1)
+		if (sign_buf(pk, key, buf, len, b64, sizeof(b64) - 1,
+		    &b64len, err, errlen) == -1)
 			goto out;
 		b64[b64len++] = '\n';
 		if (rp_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
@@ -606,6 +578,7 @@ out:
 	json_decref(rec);
 	json_decref(run);
 	close(dirfd);
+	eg_key_free(pk);
 	return rc;
 }
 
