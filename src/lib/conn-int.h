@@ -34,6 +34,8 @@ enum eg_cstate {
 	EG_CS_SNI,		/* holding client bytes for the ClientHello */
 	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
 	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
+	EG_CS_ROUTE,		/* a route: TLS handshake, then the relay
+				   (route.c); connect_timeout, idle_timeout */
 	EG_CS_LINGER,		/* refusal sent; draining the client */
 	EG_CS_DEAD		/* unlinked; on the worker's dead list */
 };
@@ -141,6 +143,12 @@ struct eg_conn {
 	int			 nosplice;	/* copy, do not splice */
 	enum eg_end		 end;		/* tunnel: the side that ended first */
 	char			 sni[256];
+
+	/* credential routes (route.c) */
+	struct eg_rt		*rt;		/* the route request in hand */
+	struct eg_tls		*tls;		/* c->uio's TLS, if https */
+	const struct eg_route	*uroute;	/* c->uio kept alive for it */
+	struct eg_cfg		*ucfg;		/* the snapshot it lives in */
 };
 
 /* conn.c */
@@ -168,6 +176,31 @@ int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
 enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
+
+/* conn.c, for route.c: the refusal and failure paths of every request */
+void	eg_conn_refuse(struct eg_conn *, int status, const char *verdict,
+	    const char *body);
+void	eg_conn_deny(struct eg_conn *, enum egress_event_type,
+	    enum eg_reason, int status, const char *body);
+void	eg_conn_fail(struct eg_conn *, enum eg_reason);
+void	eg_conn_event(struct eg_conn *, struct eg_event *,
+	    enum egress_event_type);
+/* Decided: the target's addresses (pinned, literal or DNS), then
+ * RESOLVING. */
+void	eg_conn_resolve(struct eg_conn *);
+
+/* route.c */
+/* After a parsed head: 1 if it is a route's (taken), else 0. */
+int	eg_route_head(struct eg_conn *);
+/* The upstream is connected (RESOLVING/CONNECTING led here). */
+void	eg_route_connected(struct eg_conn *);
+enum eg_io_st eg_route_do(struct eg_conn *);
+void	eg_route_interest(struct eg_conn *, uint32_t *ce, uint32_t *ue);
+int	eg_route_handshaking(const struct eg_conn *);
+/* Route fields of an audit event (NULL-safe). */
+void	eg_route_event(const struct eg_conn *, struct eg_event *);
+/* Frees the route request and the kept upstream's TLS. */
+void	eg_route_free(struct eg_conn *);
 
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);

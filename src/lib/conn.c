@@ -46,7 +46,7 @@ const char *const eg_reason_name[] = {
 	"-", "not_allowed", "port_not_allowed", "private_address",
 	"bad_request", "timeout", "dns_failure", "connect_failed",
 	"connect_timeout", "too_many_connections", "loop", "shutdown",
-	"audit_failed"
+	"audit_failed", "no_route", "route_not_allowed", "tls_failed"
 };
 
 const char *const eg_end_name[] = {
@@ -122,6 +122,7 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		case EG_CS_SNI:
 		case EG_CS_TUNNEL:
 		case EG_CS_FORWARD:
+		case EG_CS_ROUTE:
 			/* no probing read: level-triggered epoll reports
 			 * bytes that are already waiting as soon as interest
 			 * is set */
@@ -138,6 +139,15 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		break;
 	case EG_CS_CONNECTING:
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+		break;
+	case EG_CS_ROUTE:
+		if (eg_route_handshaking(c)) {
+			eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+			break;
+		}
+		idle = eg_conn_idle_ms(c);
+		el = eg_loop_now(loop) - c->last;
+		eg_timer_arm(loop, &c->tmo, el < idle ? idle - el : 0);
 		break;
 	case EG_CS_SNI:
 		if (eg_buf_len(&c->c2u.b) > 0) {
@@ -195,6 +205,9 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_REPLYING:
 		ce = EPOLLOUT;
 		break;
+	case EG_CS_ROUTE:
+		eg_route_interest(c, &ce, &ue);
+		break;
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
@@ -231,6 +244,7 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 		ev->host = c->t.host.name;
 		ev->port = c->t.port;
 	}
+	eg_route_event(c, ev);
 }
 
 /*
@@ -244,6 +258,7 @@ conn_refuse(struct eg_conn *c, int status, const char *verdict,
 {
 	static const struct { int code; const char *text; } st[] = {
 		{ 400, "Bad Request" }, { 403, "Forbidden" },
+		{ 404, "Not Found" }, { 413, "Content Too Large" },
 		{ 408, "Request Timeout" }, { 431,
 		    "Request Header Fields Too Large" },
 		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
@@ -558,6 +573,8 @@ conn_do_head(struct eg_conn *c)
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
+	if (eg_route_head(c))
+		return EG_IO_OK;
 	c->t.host = h->req.host;
 	c->t.port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
@@ -594,6 +611,14 @@ conn_decide(struct eg_conn *c)
 		return;
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
+	eg_conn_resolve(c);
+}
+
+void
+eg_conn_resolve(struct eg_conn *c)
+{
+	struct eg_target *t = &c->t;
+
 	t->addrs = c->h->addrs;
 	t->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
@@ -772,6 +797,10 @@ conn_connected(struct eg_conn *c)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+	if (c->rt != NULL) {
+		eg_route_connected(c);
+		return;
+	}
 	if (conn_allow(c) == -1)
 		return;
 	if (c->h->req.form == EG_REQ_ABSOLUTE) {
@@ -1012,6 +1041,7 @@ conn_free(struct eg_conn *c)
 	eg_pipe_put(c, &c->u2c);
 	head_put(w, c->h);
 	eg_free(c->f);
+	eg_route_free(c);
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
 	c->sess = NULL;
@@ -1073,6 +1103,7 @@ conn_step(struct eg_conn *c)
 		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
 		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
 		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
+		case EG_CS_ROUTE:	r = eg_route_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
 		case EG_CS_NEW:
 		case EG_CS_DEAD:	r = EG_IO_CLOSED;			break;
@@ -1134,6 +1165,12 @@ conn_timeout(void *arg)
 			 * header_timeout: a stalling client, not an idle one */
 			eg_conn_close(c, EG_END_ERROR);
 			return;
+		}
+		/* FALLTHROUGH */
+	case EG_CS_ROUTE:
+		if (c->state == EG_CS_ROUTE && eg_route_handshaking(c)) {
+			conn_fail(c, EG_R_CONNECT_TIMEOUT);
+			break;
 		}
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
@@ -1381,4 +1418,34 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 		}
 		eg_conn_close(c, why);
 	}
+}
+
+/* --- for route.c ------------------------------------------------------------ */
+
+/* The refusal every request gets (conn_refuse()'s reply and linger). */
+void
+eg_conn_refuse(struct eg_conn *c, int status, const char *verdict,
+    const char *body)
+{
+	conn_refuse(c, status, verdict, body);
+}
+
+void
+eg_conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
+    int status, const char *body)
+{
+	conn_deny(c, t, r, status, body);
+}
+
+void
+eg_conn_fail(struct eg_conn *c, enum eg_reason r)
+{
+	conn_fail(c, r);
+}
+
+void
+eg_conn_event(struct eg_conn *c, struct eg_event *ev,
+    enum egress_event_type t)
+{
+	conn_event(c, ev, t);
 }

@@ -210,6 +210,13 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->by = e->by;
 	ev->closed = e->closed;
 	ev->action = e->action;
+	ev->route = e->route;
+	ev->path = e->path;
+	ev->cred = e->cred;
+	ev->status = e->route != NULL ? e->status : 0;
+	ev->tokens_in = e->route != NULL ? e->tokens_in : -1;
+	ev->tokens_out = e->route != NULL ? e->tokens_out : -1;
+	ev->tokens_cached = e->route != NULL ? e->tokens_cached : -1;
 }
 
 /* The file an event of s goes to: its own, or the main log. */

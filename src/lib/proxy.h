@@ -36,6 +36,9 @@ enum eg_reason {
 	EG_R_LOOP,
 	EG_R_SHUTDOWN,
 	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
+	EG_R_NO_ROUTE,		/* routes (route.c): no route of that name */
+	EG_R_ROUTE_NOT_ALLOWED,	/* ... method or path not allowed by it */
+	EG_R_TLS_FAILED,	/* ... upstream certificate refused */
 	EG_R_COUNT		/* (how many; not a reason) */
 };
 extern const char *const eg_reason_name[];
@@ -317,6 +320,13 @@ struct eg_event {
 	const char		*by;		/* PHASE: admin|api|signal|reload */
 	unsigned		 closed;	/* PHASE: tunnels closed */
 	const char		*action;	/* SESSION: open|close */
+	/* a route's request (route.c) */
+	const char		*route;		/* its name */
+	const char		*path;		/* /REST, no query */
+	const char		*cred;		/* ALLOW: headers added */
+	int			 status;	/* CLOSE: the upstream's */
+	int64_t			 tokens_in, tokens_out, tokens_cached;
+						/* CLOSE: -1 none */
 };
 
 /* proxy.c */
