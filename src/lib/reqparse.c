@@ -529,7 +529,8 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	if (strcmp(req->method, "CONNECT") == 0) {
 		req->form = EG_REQ_CONNECT;
 		r = parse_connect_target(buf + toff, tl, req, why);
-	} else if (buf[toff] == '/') {
+	} else if (buf[toff] == '/' && tl > 1 && buf[toff + 1] != '/' &&
+	    buf[toff + 1] != '?') {
 		/* a credential route's request (route.c decides) */
 		req->form = EG_REQ_ORIGIN;
 		req->path_off = toff;

@@ -307,6 +307,18 @@ eg_route_head(struct eg_conn *c)
 		else if (q->content_length > 0 &&
 		    (uint64_t)q->content_length > r->max_request_bytes)
 			verdict = 413;
+		else if (q->chunked && h->len > q->head_len) {
+			/* a chunked body: what came with the head counts */
+			struct eg_chunk ck;
+			ssize_t k;
+			int dn = 0;
+
+			eg_chunk_init(&ck);
+			k = eg_chunk_feed(&ck, h->buf + q->head_len,
+			    h->len - q->head_len, &dn);
+			if (k > 0 && (uint64_t)k > r->max_request_bytes)
+				verdict = 413;
+		}
 	} else
 		verdict = 404;
 	pthread_rwlock_unlock(&c->ex->lock);
@@ -340,9 +352,8 @@ eg_route_head(struct eg_conn *c)
 		    body);
 		return 1;
 	case 413:
-		snprintf(body, sizeof(body), "egressd: request body of %lld "
-		    "bytes is over route %s's max_request_bytes (%llu)",
-		    (long long)q->content_length, r->name,
+		snprintf(body, sizeof(body), "egressd: the request body is "
+		    "over route %s's max_request_bytes (%llu)", r->name,
 		    (unsigned long long)r->max_request_bytes);
 		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 413, body);
 		return 1;

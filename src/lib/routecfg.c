@@ -20,7 +20,9 @@
 #include "alloc.h"
 #include "cfg.h"
 #include "err.h"
+#include "module.h"
 #include "policy.h"
+#include "proxy.h"
 #include "route.h"
 #include "shared.h"
 #include "tls.h"
@@ -700,4 +702,23 @@ eg_route_path_bad(const char *path, size_t len)
 		seg = i + 1;
 	}
 	return NULL;
+}
+
+void
+eg_module_routes(struct egress *ex, void (*fn)(void *, const char *,
+    const char *, const char *), void *arg)
+{
+	struct eg_cfg *cfg;
+	size_t i;
+
+	pthread_rwlock_rdlock(&ex->lock);
+	cfg = ex->cfg;
+	eg_cfg_ref(cfg);
+	pthread_rwlock_unlock(&ex->lock);
+	for (i = 0; i < cfg->nroutes; i++)
+		if (cfg->routes[i].env != NULL ||
+		    cfg->routes[i].placeholder != NULL)
+			fn(arg, cfg->routes[i].name, cfg->routes[i].env,
+			    cfg->routes[i].placeholder);
+	eg_cfg_unref(cfg);
 }
