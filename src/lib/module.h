@@ -167,5 +167,7 @@ void		 eg_module_routes(struct egress *ex, void (*fn)(void *,
 		    const char *, const char *, const char *), void *arg);
 /* What NO_PROXY and no_proxy are inside a sandbox. */
 #define EG_SANDBOX_NO_PROXY	"127.0.0.1,localhost,::1"
+/* The relay's port inside a sandbox (the sandbox module's SB_IN_PORT). */
+#define EG_SANDBOX_IN_PORT_S	"3128"
 
 #endif

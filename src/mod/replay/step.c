@@ -97,10 +97,39 @@ pause_point(struct job *j, const char *step, const char *point)
  * variables.  pub gets the same without secrets and proxy variables,
  * for env_sha256.
  */
+struct step_rv {
+	struct rp_strv	*envp;
+	const char	*tcp;
+	int		 oom;
+	int		 opt;		/* as "--env" "NAME=VALUE" pairs */
+};
+
+static void
+step_route_env(void *arg, const char *name, const char *env,
+    const char *placeholder)
+{
+	struct step_rv *rv = arg;
+	char kv[512];
+
+	if (env != NULL) {
+		snprintf(kv, sizeof(kv), "%s=http://%s/%s", env, rv->tcp, name);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+	if (placeholder != NULL) {
+		snprintf(kv, sizeof(kv), "%s=egressd-route", placeholder);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+}
+
 static int
 step_env(const struct job *j, const struct rp_step *st,
     struct rp_strv *envp, struct rp_strv *pub)
 {
+	struct step_rv rv;
 	static const char *const pv[] = { "HTTPS_PROXY", "HTTP_PROXY",
 	    "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy" };
 	const char *path, *v;
@@ -149,8 +178,20 @@ step_env(const struct job *j, const struct rp_step *st,
 			if (eg_rp_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (eg_rp_strv_add(envp, "NO_PROXY=") == -1 ||
-		    eg_rp_strv_add(envp, "no_proxy=") == -1)
+		if (eg_rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
+		    -1 || eg_rp_strv_add(envp, "no_proxy="
+		    EG_SANDBOX_NO_PROXY) == -1)
+			return -1;
+		/* the routes' variables (SPEC "Routes"), at the proxy */
+		rv.envp = envp;
+		rv.tcp = j->tcp;
+		rv.oom = 0;
+		rv.opt = 0;
+		if (j->px != NULL && j->px->ex != NULL)
+			if (j->px != NULL && j->px->ex != NULL)
+				eg_module_routes(j->px->ex,
+				    step_route_env, &rv);
+		if (rv.oom)
 			return -1;
 	}
 	return 0;
@@ -212,6 +253,18 @@ step_cmd(const struct job *j, const struct rp_step *st,
 				continue;
 			ok |= eg_rp_strv_add(av, "--env");
 			ok |= eg_rp_strv_add(av, st->secrets.v[i]);
+		}
+		/* the routes' variables, at the relay inside (--proxy:
+		 * egressd run does not read this configuration) */
+		{
+			struct step_rv rv = { av, "127.0.0.1:"
+			    EG_SANDBOX_IN_PORT_S, 0, 1 };
+
+			if (j->px != NULL && j->px->ex != NULL)
+			if (j->px != NULL && j->px->ex != NULL)
+				eg_module_routes(j->px->ex,
+				    step_route_env, &rv);
+			ok |= rv.oom ? -1 : 0;
 		}
 		ok |= eg_rp_strv_add(av, "--");
 	}
