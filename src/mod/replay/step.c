@@ -188,9 +188,7 @@ step_env(const struct job *j, const struct rp_step *st,
 		rv.oom = 0;
 		rv.opt = 0;
 		if (j->px != NULL && j->px->ex != NULL)
-			if (j->px != NULL && j->px->ex != NULL)
-				eg_module_routes(j->px->ex,
-				    step_route_env, &rv);
+			eg_module_routes(j->px->ex, step_route_env, &rv);
 		if (rv.oom)
 			return -1;
 	}
@@ -261,9 +259,7 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			    EG_SANDBOX_IN_PORT_S, 0, 1 };
 
 			if (j->px != NULL && j->px->ex != NULL)
-			if (j->px != NULL && j->px->ex != NULL)
-				eg_module_routes(j->px->ex,
-				    step_route_env, &rv);
+			eg_module_routes(j->px->ex, step_route_env, &rv);
 			ok |= rv.oom ? -1 : 0;
 		}
 		ok |= eg_rp_strv_add(av, "--");
