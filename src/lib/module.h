@@ -165,6 +165,10 @@ const char	*eg_module_quote(const char *s, char *buf, size_t cap);
  */
 void		 eg_module_routes(struct egress *ex, void (*fn)(void *,
 		    const char *, const char *, const char *), void *arg);
+/* The configuration text as records keep it: literal header values of
+ * [route:*] sections replaced by [REDACTED] (eg_free() it; NULL: out of
+ * memory). */
+char		*eg_cfg_redact(const char *text, size_t len, size_t *olen);
 /* What NO_PROXY and no_proxy are inside a sandbox. */
 #define EG_SANDBOX_NO_PROXY	"127.0.0.1,localhost,::1"
 /* The relay's port inside a sandbox (the sandbox module's SB_IN_PORT). */

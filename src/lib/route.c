@@ -221,6 +221,20 @@ esc_name(const uint8_t *p, size_t n, char *out, size_t cap)
 
 static void	route_start(struct eg_conn *);
 
+void
+eg_route_split(const uint8_t *tg, size_t len, size_t *nl, size_t *pl)
+{
+	size_t n, p;
+
+	for (n = 1; n < len && tg[n] != '/' && tg[n] != '?'; n++)
+		;
+	n--;			/* the name is tg[1..1+n) */
+	for (p = 0; 1 + n + p < len && tg[1 + n + p] != '?'; p++)
+		;
+	*nl = n;
+	*pl = p;
+}
+
 int
 eg_route_head(struct eg_conn *c)
 {
@@ -243,11 +257,7 @@ eg_route_head(struct eg_conn *c)
 		return 0;
 	}
 	e = tg + q->path_len;
-	for (nl = 1; tg + nl < e && tg[nl] != '/' && tg[nl] != '?'; nl++)
-		;
-	nl--;			/* the name is tg[1..1+nl) */
-	for (pl = 0; tg + 1 + nl + pl < e && tg[1 + nl + pl] != '?'; pl++)
-		;
+	eg_route_split(tg, (size_t)(e - tg), &nl, &pl);
 	rt = eg_calloc(1, sizeof(*rt) + c->cfg->max_header_bytes);
 	if (rt == NULL) {
 		eg_conn_close(c, EG_END_ERROR);
@@ -403,13 +413,11 @@ eg_route_connected(struct eg_conn *c)
  * authorization), the strip list and the names the route sets, then the
  * route's header lines and Connection: keep-alive.
  */
-static ssize_t
-route_head(struct eg_conn *c, char *out, size_t cap)
+ssize_t
+eg_route_upstream_head(const struct eg_route *r, const uint8_t *buf,
+    const struct eg_req *q, size_t rest_off, size_t rest_len, char *out,
+    size_t cap)
 {
-	const struct eg_route *r = c->rt->route;
-	struct eg_rt *rt = c->rt;
-	struct head *h = c->h;
-	const struct eg_req *q = &h->req;
 	const struct eg_hdr *hd;
 	struct eg_buf o;
 	size_t i, j;
@@ -418,18 +426,18 @@ route_head(struct eg_conn *c, char *out, size_t cap)
 	eg_buf_init(&o, out, cap);
 	eg_buf_str(&o, q->method);
 	eg_buf_str(&o, " ");
-	if (rt->rest_len == 0 || h->buf[rt->rest_off] == '?')
+	if (rest_len == 0 || buf[rest_off] == '?')
 		eg_buf_str(&o, "/");
-	eg_buf_add(&o, h->buf + rt->rest_off, rt->rest_len);
+	eg_buf_add(&o, buf + rest_off, rest_len);
 	eg_buf_str(&o, " HTTP/1.1\r\nHost: ");
 	eg_buf_str(&o, r->authority);
 	eg_buf_str(&o, "\r\n");
 	for (i = 0; i < q->nhdr; i++) {
 		hd = &q->hdr[i];
-		if (eg_hdr_hop_by_hop(h->buf, q->hdr, q->nhdr, hd))
+		if (eg_hdr_hop_by_hop(buf, q->hdr, q->nhdr, hd))
 			continue;
 #define IS(s)	(hd->name_len == strlen(s) && strncasecmp((const char *) \
-		    h->buf + hd->name_off, (s), hd->name_len) == 0)
+		    buf + hd->name_off, (s), hd->name_len) == 0)
 		if (IS("host") || IS("x-api-key") || IS("authorization"))
 			continue;
 		skip = 0;
@@ -440,9 +448,9 @@ route_head(struct eg_conn *c, char *out, size_t cap)
 #undef IS
 		if (skip)
 			continue;
-		eg_buf_add(&o, h->buf + hd->name_off, hd->name_len);
+		eg_buf_add(&o, buf + hd->name_off, hd->name_len);
 		eg_buf_str(&o, ": ");
-		eg_buf_add(&o, h->buf + hd->value_off, hd->value_len);
+		eg_buf_add(&o, buf + hd->value_off, hd->value_len);
 		eg_buf_str(&o, "\r\n");
 	}
 	for (j = 0; j < r->nhdr; j++) {
@@ -508,7 +516,8 @@ route_start(struct eg_conn *c)
 	rt->is_head = strcmp(q->method, "HEAD") == 0;
 	rt->keepalive = !q->close;
 	eg_meter_init(&rt->meter, rt->route->meter, 0);
-	n = route_head(c, out, sizeof(c->w->scratch));
+	n = eg_route_upstream_head(rt->route, h->buf, q, rt->rest_off,
+	    rt->rest_len, out, sizeof(c->w->scratch));
 	extra = h->len - q->head_len;
 	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
 	    eg_pend_append(c, &c->c2u, out, (size_t)n) == -1) {

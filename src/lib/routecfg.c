@@ -722,3 +722,69 @@ eg_module_routes(struct egress *ex, void (*fn)(void *, const char *,
 			    cfg->routes[i].placeholder);
 	eg_cfg_unref(cfg);
 }
+
+/*
+ * The configuration text with every literal header value of a [route:*]
+ * section replaced by [REDACTED] (file: and env: references stay: they
+ * name, not hold, the credential).  The copies of a configuration that
+ * leave egressd (a replay record's config.ini, the audit chain's START
+ * config= hash of it) are of this text.  NULL: out of memory.
+ */
+char *
+eg_cfg_redact(const char *text, size_t len, size_t *olen)
+{
+	static const char red[] = "[REDACTED]";
+	const char *p = text, *e = text + len, *nl, *s, *k, *colon;
+	char *out, *o;
+	int inroute = 0;
+	size_t n;
+
+	/* a line only shrinks, or grows by at most the marker */
+	if ((out = eg_malloc(len + (len / 2 + 1) * sizeof(red) + 1)) == NULL)
+		return NULL;
+	o = out;
+	while (p < e) {
+		nl = memchr(p, '\n', (size_t)(e - p));
+		n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(e - p);
+		s = p;
+		while (s < p + n && (*s == ' ' || *s == '\t'))
+			s++;
+		if (s < p + n && *s == '[')
+			inroute = (size_t)(p + n - s) > 7 &&
+			    memcmp(s, "[route:", 7) == 0;
+		else if (inroute && (size_t)(p + n - s) > 6 &&
+		    memcmp(s, "header", 6) == 0) {
+			k = s + 6;
+			while (k < p + n && (*k == ' ' || *k == '\t'))
+				k++;
+			colon = k < p + n && *k == '=' ?
+			    memchr(k, ':', (size_t)(p + n - k)) : NULL;
+			if (colon != NULL) {
+				const char *v = colon + 1;
+
+				while (v < p + n && (*v == ' ' || *v == '\t'))
+					v++;
+				if (!((size_t)(p + n - v) >= 5 &&
+				    memcmp(v, "file:", 5) == 0) &&
+				    !((size_t)(p + n - v) >= 4 &&
+				    memcmp(v, "env:", 4) == 0)) {
+					memcpy(o, p, (size_t)(colon + 1 - p));
+					o += colon + 1 - p;
+					memcpy(o, " ", 1);
+					memcpy(o + 1, red, sizeof(red) - 1);
+					o += sizeof(red);
+					if (nl != NULL)
+						*o++ = '\n';
+					p += n;
+					continue;
+				}
+			}
+		}
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	*olen = (size_t)(o - out);
+	return out;
+}

@@ -30,6 +30,8 @@ redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcry
 verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 plan|src/mod/replay/plan.c src/lib/inilex.c|@core
+meter|src/lib/meter.c|@core
+route|src/lib/route.c src/lib/routecfg.c src/lib/reqparse.c|@core
 '
 
 # @core: each built archive with the libraries libtool recorded for it

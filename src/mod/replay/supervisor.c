@@ -594,6 +594,16 @@ eg_rp_run_plans(const struct rp_opts *o)
 			cfg_len = strlen(eg_cfg_default_text);
 			cfg_text = eg_strdup(eg_cfg_default_text);
 		}
+		/* the record's copy: routes' literal header values
+		 * [REDACTED] (the audit chain hashes the same text) */
+		if (cfg_text != NULL) {
+			size_t rlen;
+			char *red = eg_cfg_redact(cfg_text, cfg_len, &rlen);
+
+			eg_free(cfg_text);
+			cfg_text = red;
+			cfg_len = rlen;
+		}
 		r = record_create(j, cfg_text != NULL ? cfg_text : "",
 		    cfg_text != NULL ? cfg_len : 0);
 		eg_free(cfg_text);
