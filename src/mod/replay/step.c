@@ -319,6 +319,31 @@ eg_rp_run_put(struct job *j)
 
 /* --- decisions --------------------------------------------------------------- */
 
+/* One route request of step cur, counted with its tokens. */
+static void
+usage_add(struct job *j, int cur, const struct egress_event *ev)
+{
+	struct rp_usage *u = j->usage[cur];
+	size_t i;
+
+	pthread_mutex_lock(&j->umtx);
+	for (i = 0; i < j->nusage[cur]; i++)
+		if (strcmp(u[i].route, ev->route) == 0)
+			break;
+	if (i == j->nusage[cur] && i < RP_USAGE_MAX) {
+		snprintf(u[i].route, sizeof(u[i].route), "%s", ev->route);
+		j->nusage[cur]++;
+	}
+	if (i < RP_USAGE_MAX) {
+		u[i].requests++;
+		if (ev->tokens_in > 0)
+			u[i].tokens_in += (uint64_t)ev->tokens_in;
+		if (ev->tokens_out > 0)
+			u[i].tokens_out += (uint64_t)ev->tokens_out;
+	}
+	pthread_mutex_unlock(&j->umtx);
+}
+
 void
 eg_rp_on_event(const struct egress_event *ev, void *arg)
 {
@@ -337,6 +362,11 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 	case EGRESS_EV_FAIL:
 		k = 2;
 		break;
+	case EGRESS_EV_CLOSE:
+		if (ev->route == NULL)
+			return;
+		k = -1;		/* a route's request: its usage */
+		break;
 	default:
 		return;
 	}
@@ -353,8 +383,10 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 			    strcmp(j->plan->steps[cur].name, ev->step) != 0;
 			    cur++)
 				;
-		if (cur >= 0 && cur < (int)j->plan->nsteps)
+		if (cur >= 0 && cur < (int)j->plan->nsteps && k >= 0)
 			atomic_fetch_add(&j->cnt[cur][k], 1);
+		else if (cur >= 0 && cur < (int)j->plan->nsteps)
+			usage_add(j, cur, ev);
 		return;
 	}
 }
@@ -520,6 +552,10 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		r->failed = atomic_load(&j->cnt[i][2]);
 	} else
 		count_from_log(j, st->name, r);
+	pthread_mutex_lock(&j->umtx);
+	r->nusage = j->nusage[i];
+	memcpy(r->usage, j->usage[i], r->nusage * sizeof(r->usage[0]));
+	pthread_mutex_unlock(&j->umtx);
 	snprintf(r->state, sizeof(r->state), "captured");
 	(void)eg_rp_receipt_put(j, i, stepfd, r);
 }

@@ -464,8 +464,10 @@ job_new(void)
 {
 	struct job *j = eg_calloc(1, sizeof(*j));
 
-	if (j != NULL)
+	if (j != NULL) {
 		j->dirfd = j->privfd = j->stepsfd = -1;
+		pthread_mutex_init(&j->umtx, NULL);
+	}
 	return j;
 }
 
