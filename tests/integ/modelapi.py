@@ -20,6 +20,8 @@ Paths (any prefix is ignored only by the test's route, not here):
   ANY  /v1/reset                 resets the connection without a word
   ANY  /v1/slow                  SSE: an event every 0.2 s for 30 s
   ANY  /v1/chunked               a chunked JSON body with usage
+  ANY  /v1/tick                  SSE: 40 events 50 ms apart, each with
+                                 its send time (time.time())
 Prints READY once it serves.
 """
 import argparse
@@ -225,6 +227,14 @@ class H(http.server.BaseHTTPRequestHandler):
             except OSError:
                 log("cancelled " + path)
                 self.close_connection = True
+            return
+        if path == "/v1/tick":
+            # SSE events 50 ms apart, each with the time it was sent
+            self.sse_start()
+            for i in range(40):
+                self.sse("tick", {"n": i, "t": time.time()})
+                time.sleep(0.05)
+            self.chunk(b"")
             return
         if path == "/v1/chunked":
             self.send_response(200)
