@@ -201,6 +201,8 @@ int	eg_route_handshaking(const struct eg_conn *);
 void	eg_route_event(const struct eg_conn *, struct eg_event *);
 /* Frees the route request and the kept upstream's TLS. */
 void	eg_route_free(struct eg_conn *);
+/* The client connection ends: a kept upstream goes to the worker's pool. */
+void	eg_route_release(struct eg_conn *);
 
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);

@@ -976,6 +976,7 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 
 	if (c->state == EG_CS_DEAD)
 		return;
+	eg_route_release(c);	/* an idle kept upstream: to the pool */
 	if (c->allowed)
 		conn_emit_close(c, end);
 	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
@@ -1070,6 +1071,7 @@ eg_conn_pool_drain(struct eg_worker *w)
 		eg_free(h);
 	}
 	w->nheadpool = 0;
+	eg_route_pool_drain(w);
 }
 
 void

@@ -168,6 +168,8 @@ struct eg_worker {
 	unsigned		 nheadpool;
 	void			*bufpool;	/* free tunnel buffers */
 	unsigned		 nbufpool;
+	void			*upool;		/* route.c: idle upstream
+						   connections of routes */
 	int			 pipes[64][2];	/* free splice pipes */
 	unsigned		 npipes;
 	int			 stopped;
@@ -288,6 +290,8 @@ void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
 	    const struct sockaddr *, socklen_t);
 void	eg_conn_reap(struct eg_worker *);
 void	eg_conn_pool_drain(struct eg_worker *);
+/* route.c: close the worker's idle upstream connections of routes. */
+void	eg_route_pool_drain(struct eg_worker *);
 /* Close connections of sess that cfg/phase no longer allow; count. */
 unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);

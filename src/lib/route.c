@@ -67,7 +67,209 @@ struct eg_rt {
 	uint8_t			 rbuf[];	/* the response head */
 };
 
-/* --- the kept upstream ------------------------------------------------------ */
+/* --- the kept upstream, the worker's pool ---------------------------------- */
+
+/*
+ * Idle upstream connections of routes, per worker (w->upool): parked when
+ * the client connection that held one ends or moves to another route,
+ * taken by the next request of the same route of the same snapshot on
+ * this worker.  At most UPOOL_ROUTE per route and UPOOL_MAX in all (the
+ * oldest goes); each is closed once idle for its snapshot's idle_timeout
+ * (one timer per worker).  Out of epoll while parked: a peek on taking
+ * says whether the upstream hung up meanwhile.
+ */
+#define UPOOL_ROUTE	8
+#define UPOOL_MAX	64
+
+struct upent {
+	struct upent		*next;		/* newest first */
+	int			 fd;
+	struct eg_tls		*tls;
+	const struct eg_route	*route;
+	struct eg_cfg		*cfg;		/* a reference */
+	uint64_t		 since;		/* loop ms, parked */
+	char			 addr[sizeof(((struct eg_target *)0)->addr)];
+};
+
+struct upool {
+	struct eg_worker	*w;
+	struct upent		*head;
+	unsigned		 n;
+	struct eg_timer		 tmo;
+};
+
+static void
+upent_free(struct upent *e)
+{
+	eg_tls_free(e->tls);
+	close(e->fd);
+	eg_cfg_unref(e->cfg);
+	eg_free(e);
+}
+
+static void	upool_arm(struct upool *);
+
+static void
+upool_tick(void *arg)
+{
+	struct upool *up = arg;
+	struct upent **pp, *e;
+	uint64_t now = eg_loop_now(up->w->loop);
+
+	for (pp = &up->head; (e = *pp) != NULL;) {
+		if (now - e->since >= e->cfg->idle_timeout_ms) {
+			*pp = e->next;
+			upent_free(e);
+			up->n--;
+		} else
+			pp = &e->next;
+	}
+	upool_arm(up);
+}
+
+/* The timer, for the entry that expires first. */
+static void
+upool_arm(struct upool *up)
+{
+	uint64_t now = eg_loop_now(up->w->loop), left = UINT64_MAX, el;
+	struct upent *e;
+
+	for (e = up->head; e != NULL; e = e->next) {
+		el = now - e->since;
+		el = el < e->cfg->idle_timeout_ms ?
+		    e->cfg->idle_timeout_ms - el : 0;
+		if (el < left)
+			left = el;
+	}
+	if (left == UINT64_MAX)
+		eg_timer_stop(up->w->loop, &up->tmo);
+	else
+		(void)eg_timer_arm(up->w->loop, &up->tmo, left);
+}
+
+void
+eg_route_pool_drain(struct eg_worker *w)
+{
+	struct upool *up = w->upool;
+	struct upent *e;
+
+	if (up == NULL)
+		return;
+	eg_timer_stop(w->loop, &up->tmo);
+	while ((e = up->head) != NULL) {
+		up->head = e->next;
+		upent_free(e);
+	}
+	eg_free(up);
+	w->upool = NULL;
+}
+
+/* Park c's kept upstream (it must be idle: no request on it). */
+static void
+up_park(struct eg_conn *c)
+{
+	struct eg_worker *w = c->w;
+	struct upool *up = w->upool;
+	struct upent *e, **pp, **oldest = NULL;
+	unsigned same = 0;
+
+	if (up == NULL) {
+		if ((up = eg_calloc(1, sizeof(*up))) == NULL)
+			return;
+		up->w = w;
+		eg_timer_init(&up->tmo, upool_tick, up);
+		w->upool = up;
+	}
+	if ((e = eg_calloc(1, sizeof(*e))) == NULL)
+		return;
+	/* full: the oldest of the route, else the oldest of all, goes */
+	for (pp = &up->head; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->route == c->uroute && ++same >= UPOOL_ROUTE)
+			oldest = pp;
+	if (oldest == NULL && up->n >= UPOOL_MAX)
+		for (pp = &up->head; *pp != NULL; pp = &(*pp)->next)
+			oldest = pp;
+	if (oldest != NULL) {
+		struct upent *o = *oldest;
+
+		*oldest = o->next;
+		upent_free(o);
+		up->n--;
+	}
+	eg_io_del(w->loop, &c->uio);
+	e->fd = c->uio.fd;
+	e->tls = c->tls;
+	e->route = c->uroute;
+	e->cfg = c->ucfg;
+	e->since = eg_loop_now(w->loop);
+	snprintf(e->addr, sizeof(e->addr), "%s", c->t.addr);
+	c->uio.fd = -1;
+	c->tls = NULL;
+	c->uroute = NULL;
+	c->ucfg = NULL;
+	e->next = up->head;
+	up->head = e;
+	up->n++;
+	upool_arm(up);
+}
+
+/* Take an idle upstream of route r (snapshot cfg) into c; 1 if one was. */
+static int
+up_take(struct eg_conn *c, const struct eg_route *r, struct eg_cfg *cfg)
+{
+	struct upool *up = c->w->upool;
+	struct upent **pp, *e;
+	uint8_t b;
+	ssize_t n;
+
+	if (up == NULL)
+		return 0;
+	for (pp = &up->head; (e = *pp) != NULL;) {
+		if (e->route != r || e->cfg != cfg) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		up->n--;
+		n = recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (!(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+			upent_free(e);		/* it hung up meanwhile */
+			continue;
+		}
+		eg_io_set_fd(&c->uio, e->fd);
+		c->tls = e->tls;
+		c->uroute = e->route;
+		c->ucfg = e->cfg;	/* the reference moves */
+		snprintf(c->t.addr, sizeof(c->t.addr), "%s", e->addr);
+		eg_free(e);
+		upool_arm(up);
+		return 1;
+	}
+	return 0;
+}
+
+/* Can c's kept upstream go to the pool: idle, and still there? */
+static int
+up_parkable(struct eg_conn *c)
+{
+	uint8_t b;
+	ssize_t n;
+
+	if (c->uio.fd == -1 || c->uroute == NULL || c->ucfg == NULL ||
+	    (c->uroute->https && c->tls == NULL))
+		return 0;
+	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void
+eg_route_release(struct eg_conn *c)
+{
+	/* only between requests: a request in flight owns the connection */
+	if ((c->state == EG_CS_HEAD || c->state == EG_CS_LINGER ||
+	    c->state == EG_CS_REPLYING) && c->rt == NULL && up_parkable(c))
+		up_park(c);
+}
 
 static void
 up_close(struct eg_conn *c)
@@ -251,8 +453,11 @@ eg_route_head(struct eg_conn *c)
 	int verdict = 0;
 
 	if (q->form != EG_REQ_ORIGIN) {
-		/* anything else takes c->uio: the kept upstream goes */
-		if (c->uroute != NULL || c->tls != NULL)
+		/* anything else takes c->uio: the kept upstream goes to
+		 * the pool */
+		if (up_parkable(c))
+			up_park(c);
+		else if (c->uroute != NULL || c->tls != NULL)
 			up_close(c);
 		return 0;
 	}
@@ -375,8 +580,15 @@ eg_route_head(struct eg_conn *c)
 		route_start(c);
 		return 1;
 	}
-	if (c->uroute != NULL || c->tls != NULL || c->uio.fd != -1)
+	if (up_parkable(c))
+		up_park(c);
+	else if (c->uroute != NULL || c->tls != NULL || c->uio.fd != -1)
 		up_close(c);
+	/* an idle one of this worker's pool */
+	if (up_take(c, r, cfg)) {
+		route_start(c);
+		return 1;
+	}
 	eg_conn_resolve(c);
 	return 1;
 }
@@ -820,6 +1032,8 @@ route_done(struct eg_conn *c)
 	if (!rt->up_keepalive || !rt->req_done)
 		up_close(c);
 	if (!rt->keepalive || !rt->req_done) {
+		if (up_parkable(c))
+			up_park(c);	/* the next client may use it */
 		eg_conn_close(c, EG_END_DONE);
 		return EG_IO_CLOSED;
 	}
