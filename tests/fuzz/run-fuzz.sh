@@ -26,8 +26,8 @@ sni|src/lib/sni.c|@core
 session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core
-redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
-verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
+redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/crypto.c src/lib/alloc.c|-lmbedcrypto -ljansson
+verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/crypto.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 plan|src/mod/replay/plan.c src/lib/inilex.c|@core
 meter|src/lib/meter.c|@core
