@@ -1,9 +1,10 @@
 /*
  * tls.c: the TLS client of credential routes (tls.h says what and why),
  * the second and last file that calls mbedTLS (crypto.c is the first).
- * Written against the public API of mbedTLS 2.28 and 3.6; the one
- * difference it meets is how the lowest version is set (the #if below),
- * and 3.x wanting psa_crypto_init() before a handshake.
+ * Written against the public API of mbedTLS 2.28 and 3.6; the
+ * differences it meets are how the lowest version is set, the TLS 1.3
+ * session ticket that 3.6's read reports (the #if blocks below), and 3.x
+ * wanting psa_crypto_init() before a handshake.
  */
 #include <sys/socket.h>
 
@@ -252,7 +253,17 @@ eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 ssize_t
 eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 {
-	int rc = mbedtls_ssl_read(&t->ssl, buf, n);
+	int rc;
+
+	do
+		rc = mbedtls_ssl_read(&t->ssl, buf, n);
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+	/* TLS 1.3 (3.6): a NewSessionTicket after the handshake is not
+	 * data and not an error: read on */
+	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET);
+#else
+	while (0);
+#endif
 
 	if (rc > 0)
 		return rc;
