@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "alloc.h"
 #include "module.h"
 #include "sandbox.h"
 
@@ -246,13 +247,13 @@ route_env_add(void *arg, const char *name, const char *env,
 	}
 	if (env != NULL) {
 		n = strlen(env) + strlen(re->url) + strlen(name) + 3;
-		if ((kv = malloc(n)) == NULL) {
+		if ((kv = eg_malloc(n)) == NULL) {
 			re->out->oom = 1;
 			return;
 		}
 		snprintf(kv, n, "%s=%s/%s", env, re->url, name);
 		eg_sb_strv_add(re->out, kv);
-		free(kv);
+		eg_free(kv);
 	}
 	if (placeholder != NULL)
 		eg_sb_strv_add2(re->out, placeholder, "=egressd-route");
