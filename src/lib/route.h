@@ -80,6 +80,10 @@ int	eg_route_finish(struct eg_route *, char *msg, size_t msglen,
 void	eg_routes_free(struct eg_route *, size_t);
 const struct eg_route *eg_cfg_route(const struct eg_cfg *, const char *name,
 	    size_t len);
+/* Add route:NAME (name[0..len)) to a phase's allow list; 0 or -1
+ * (ENOMEM). */
+int	eg_phase_add_route(struct eg_phase *, const char *name, size_t len,
+	    int line);
 /* Does phase allow route:NAME? */
 int	eg_phase_allows_route(const struct eg_phase *, const char *name);
 /* Does the route allow METHOD on path[0..len) (no query)? */

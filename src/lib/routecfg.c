@@ -617,6 +617,27 @@ eg_cfg_route(const struct eg_cfg *cfg, const char *name, size_t len)
 }
 
 int
+eg_phase_add_route(struct eg_phase *ph, const char *name, size_t len,
+    int line)
+{
+	char **nr;
+	int *nl;
+
+	nr = eg_reallocarray(ph->routes, ph->nroutes + 1, sizeof(*nr));
+	if (nr == NULL)
+		return -1;
+	ph->routes = nr;
+	nl = eg_reallocarray(ph->route_lines, ph->nroutes + 1, sizeof(*nl));
+	if (nl == NULL)
+		return -1;
+	ph->route_lines = nl;
+	if ((nr[ph->nroutes] = eg_strndup(name, len)) == NULL)
+		return -1;
+	nl[ph->nroutes++] = line;
+	return 0;
+}
+
+int
 eg_phase_allows_route(const struct eg_phase *ph, const char *name)
 {
 	size_t i;
