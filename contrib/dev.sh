@@ -29,6 +29,8 @@ libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps \
 libjansson-dev git libpsl-dev \
 libsystemd-dev systemd logrotate prometheus"
+# routes-sdk.test: the official model SDKs (installed by the test from npm)
+PKGS="$PKGS nodejs npm"
 
 # The integration tests that run several workers against each other (and
 # reloads and phase switches against them, and egressd replay -j's job

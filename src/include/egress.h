@@ -94,6 +94,14 @@ struct egress_event {
 	/* appended (layout of the members above unchanged): */
 	const char		*step;		/* egress_session_set_step():
 						   the step= label, or NULL */
+	/* a credential route's request (SPEC "Routes"), else NULL/0/-1: */
+	const char		*route;		/* route=NAME */
+	const char		*path;		/* path=/REST (no query) */
+	const char		*cred;		/* ALLOW: header names added */
+	int			 status;	/* CLOSE: status=, 0: none */
+	int64_t			 tokens_in;	/* CLOSE: -1: none */
+	int64_t			 tokens_out;
+	int64_t			 tokens_cached;
 };
 
 /*

@@ -23,6 +23,7 @@
 #include "inilex.h"
 #include "policy.h"
 #include "reason.h"
+#include "route.h"
 #include "shared.h"
 
 #define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */
@@ -150,7 +151,8 @@ enum sect {
 	SECT_HOSTS,
 	SECT_PHASE,
 	SECT_MODULE,		/* [NAME] of a compiled-in module */
-	SECT_SESSION		/* [session:NAME] */
+	SECT_SESSION,		/* [session:NAME] */
+	SECT_ROUTE		/* [route:NAME] (routecfg.c) */
 };
 
 /*
@@ -527,6 +529,24 @@ add_allow(struct parse *ps, struct eg_phase *ph, const char *val)
 	int rc = 0;
 
 	while (next_item(&p, &it, &len)) {
+		if (len > 6 && memcmp(it, "route:", 6) == 0) {
+			char **nr;
+			int *nl;
+
+			nr = eg_reallocarray(ph->routes, ph->nroutes + 1,
+			    sizeof(*nr));
+			if (nr != NULL)
+				ph->routes = nr;
+			nl = eg_reallocarray(ph->route_lines, ph->nroutes + 1,
+			    sizeof(*nl));
+			if (nl != NULL)
+				ph->route_lines = nl;
+			if (nr == NULL || nl == NULL || (nr[ph->nroutes] =
+			    eg_strndup(it + 6, len - 6)) == NULL)
+				return perr(ps, "out of memory");
+			nl[ph->nroutes++] = ps->ini.line;
+			continue;
+		}
 		if (eg_rule_parse(it, len, &r, &e) == -1) {
 			rc = perr(ps, "%s", e.msg);
 			continue;
@@ -834,6 +854,17 @@ section_start(void *arg, const char *name, size_t len)
 		ps->sect = SECT_PHASE;
 		return;
 	}
+	if (len >= 6 && memcmp(name, "route:", 6) == 0) {
+		char msg[EG_ERR_MSGLEN];
+
+		if (eg_route_section(cfg, name + 6, len - 6, ps->ini.line,
+		    msg, sizeof(msg)) == -1) {
+			perr(ps, "%s", msg);
+			return;
+		}
+		ps->sect = SECT_ROUTE;
+		return;
+	}
 	if (len >= 8 && memcmp(name, "session:", 8) == 0) {
 		struct eg_cfg_session *ns;
 
@@ -1041,6 +1072,14 @@ cfg_handler(void *arg, const char *section, const char *name,
 	case SECT_SESSION:
 		session_entry(ps, ps->ini.key, value);
 		return 1;
+	case SECT_ROUTE: {
+		char msg[EG_ERR_MSGLEN];
+
+		if (eg_route_key(&ps->cfg->routes[ps->cfg->nroutes - 1],
+		    ps->ini.key, value, ps->ini.line, msg, sizeof(msg)) == -1)
+			perr(ps, "%s", msg);
+		return 1;
+	}
 	case SECT_PROXY:
 	case SECT_PHASE:
 		break;
@@ -1254,6 +1293,26 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	for (i = 0; i < cfg->nphases; i++)
 		if (eg_phase_finish(&cfg->phases[i]) == -1)
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
+	/* routes: their trust and values; every route:NAME a phase allows */
+	for (i = 0; i < cfg->nroutes; i++) {
+		char msg[EG_ERR_MSGLEN];
+		int rline;
+
+		if (eg_route_finish(&cfg->routes[i], msg, sizeof(msg),
+		    &rline) == -1)
+			perr_at(&ps, rline, "%s", msg);
+	}
+	for (i = 0; i < cfg->nphases; i++) {
+		const struct eg_phase *ph = &cfg->phases[i];
+		size_t j;
+
+		for (j = 0; j < ph->nroutes; j++)
+			if (eg_cfg_route(cfg, ph->routes[j],
+			    strlen(ph->routes[j])) == NULL)
+				perr_at(&ps, ph->route_lines[j], "route '%s' "
+				    "does not exist (no [route:%s] section)",
+				    ph->routes[j], ph->routes[j]);
+	}
 	pins_finish(&ps);
 	eg_free(ps.pin_line);
 	eg_ini_clear(&ps.ini);
@@ -1453,6 +1512,7 @@ eg_cfg_unref(struct eg_cfg *cfg)
 		eg_free(cfg->sessions[i].phase);
 	}
 	eg_free(cfg->sessions);
+	eg_routes_free(cfg->routes, cfg->nroutes);
 	for (i = 0; i < EG_MODULES_MAX; i++)
 		if (cfg->mod_cfg_owner[i] != NULL &&
 		    cfg->mod_cfg_owner[i]->config_free != NULL)

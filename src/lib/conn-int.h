@@ -34,6 +34,8 @@ enum eg_cstate {
 	EG_CS_SNI,		/* holding client bytes for the ClientHello */
 	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
 	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
+	EG_CS_ROUTE,		/* a route: TLS handshake, then the relay
+				   (route.c); connect_timeout, idle_timeout */
 	EG_CS_LINGER,		/* refusal sent; draining the client */
 	EG_CS_DEAD		/* unlinked; on the worker's dead list */
 };
@@ -155,6 +157,12 @@ struct eg_conn {
 	uint64_t		 bepoch;	/* the count it leased from */
 	int			 bleased;
 	char			 sni[256];
+
+	/* credential routes (route.c) */
+	struct eg_rt		*rt;		/* the route request in hand */
+	struct eg_tls		*tls;		/* c->uio's TLS, if https */
+	const struct eg_route	*uroute;	/* c->uio kept alive for it */
+	struct eg_cfg		*ucfg;		/* the snapshot it lives in */
 };
 
 /* Has the connection passed a budget mark (eg_conn_budget_check() due)? */
@@ -183,6 +191,12 @@ void	eg_conn_policy_close(struct eg_conn *, enum eg_end);
  * -1 when a byte budget is crossed: then the connection is reset and
  * closed (end=budget). */
 int	eg_conn_budget_check(struct eg_conn *);
+/* For route.c, with egress.lock held: a request about to be allowed
+ * takes one of budget_requests, or is refused (its BLOCK line written,
+ * the 429's body in body: 1); then the lease on the byte budgets. */
+int	eg_conn_budget_refused_locked(struct eg_conn *, char *body,
+	    size_t len);
+void	eg_conn_budget_lease_locked(struct eg_conn *);
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
 unsigned eg_conn_idle_ms(const struct eg_conn *);
 /* After a plain-HTTP response: CLOSE, then HEAD for the next request. */
@@ -203,6 +217,33 @@ int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
 enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
+
+/* conn.c, for route.c: the refusal and failure paths of every request */
+void	eg_conn_refuse(struct eg_conn *, enum eg_reason, int status,
+	    const char *body);
+void	eg_conn_deny(struct eg_conn *, enum egress_event_type,
+	    enum eg_reason, int status, const char *body);
+void	eg_conn_fail(struct eg_conn *, enum eg_reason);
+void	eg_conn_event(struct eg_conn *, struct eg_event *,
+	    enum egress_event_type);
+/* Decided: the target's addresses (pinned, literal or DNS), then
+ * RESOLVING. */
+void	eg_conn_resolve(struct eg_conn *);
+
+/* route.c */
+/* After a parsed head: 1 if it is a route's (taken), else 0. */
+int	eg_route_head(struct eg_conn *);
+/* The upstream is connected (RESOLVING/CONNECTING led here). */
+void	eg_route_connected(struct eg_conn *);
+enum eg_io_st eg_route_do(struct eg_conn *);
+void	eg_route_interest(struct eg_conn *, uint32_t *ce, uint32_t *ue);
+int	eg_route_handshaking(const struct eg_conn *);
+/* Route fields of an audit event (NULL-safe). */
+void	eg_route_event(const struct eg_conn *, struct eg_event *);
+/* Frees the route request and the kept upstream's TLS. */
+void	eg_route_free(struct eg_conn *);
+/* The client connection ends: a kept upstream goes to the worker's pool. */
+void	eg_route_release(struct eg_conn *);
 
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);

@@ -117,6 +117,7 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		case EG_CS_SNI:
 		case EG_CS_TUNNEL:
 		case EG_CS_FORWARD:
+		case EG_CS_ROUTE:
 			/* no probing read: level-triggered epoll reports
 			 * bytes that are already waiting as soon as interest
 			 * is set */
@@ -133,6 +134,15 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		break;
 	case EG_CS_CONNECTING:
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+		break;
+	case EG_CS_ROUTE:
+		if (eg_route_handshaking(c)) {
+			eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+			break;
+		}
+		idle = eg_conn_idle_ms(c);
+		el = eg_loop_now(loop) - c->last;
+		eg_timer_arm(loop, &c->tmo, el < idle ? idle - el : 0);
 		break;
 	case EG_CS_SNI:
 		if (eg_buf_len(&c->c2u.b) > 0) {
@@ -190,6 +200,9 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_REPLYING:
 		ce = EPOLLOUT;
 		break;
+	case EG_CS_ROUTE:
+		eg_route_interest(c, &ce, &ue);
+		break;
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
@@ -226,6 +239,7 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 		ev->host = c->t.host.name;
 		ev->port = c->t.port;
 	}
+	eg_route_event(c, ev);
 }
 
 /*
@@ -788,6 +802,8 @@ conn_do_head(struct eg_conn *c)
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
+	if (eg_route_head(c))
+		return EG_IO_OK;
 	c->t.host = h->req.host;
 	c->t.port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
@@ -831,6 +847,14 @@ conn_decide(struct eg_conn *c)
 		return;
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
+	eg_conn_resolve(c);
+}
+
+void
+eg_conn_resolve(struct eg_conn *c)
+{
+	struct eg_target *t = &c->t;
+
 	t->addrs = c->h->addrs;
 	t->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
@@ -1043,6 +1067,10 @@ conn_connected(struct eg_conn *c)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+	if (c->rt != NULL) {
+		eg_route_connected(c);
+		return;
+	}
 	if (conn_allow(c) == -1)
 		return;
 	if (c->h->req.form == EG_REQ_ABSOLUTE) {
@@ -1234,6 +1262,7 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 	if (c->state == EG_CS_DEAD)
 		return;
 	conn_budget_fold(c);
+	eg_route_release(c);	/* an idle kept upstream: to the pool */
 	if (c->allowed)
 		conn_emit_close(c, end);
 	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
@@ -1315,6 +1344,7 @@ conn_free(struct eg_conn *c)
 	eg_pipe_put(c, &c->u2c);
 	head_put(w, c->h);
 	eg_free(c->f);
+	eg_route_free(c);
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
 	c->sess = NULL;
@@ -1343,6 +1373,7 @@ eg_conn_pool_drain(struct eg_worker *w)
 		eg_free(h);
 	}
 	w->nheadpool = 0;
+	eg_route_pool_drain(w);
 }
 
 void
@@ -1376,6 +1407,7 @@ conn_step(struct eg_conn *c)
 		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
 		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
 		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
+		case EG_CS_ROUTE:	r = eg_route_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
 		case EG_CS_NEW:
 		case EG_CS_DEAD:	r = EG_IO_CLOSED;			break;
@@ -1441,6 +1473,12 @@ conn_timeout(void *arg)
 			 * header_timeout: a stalling client, not an idle one */
 			eg_conn_close(c, EG_END_ERROR);
 			return;
+		}
+		/* FALLTHROUGH */
+	case EG_CS_ROUTE:
+		if (c->state == EG_CS_ROUTE && eg_route_handshaking(c)) {
+			conn_fail(c, EG_R_CONNECT_TIMEOUT);
+			break;
 		}
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
@@ -1701,4 +1739,46 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 		eg_conn_close(c, why);
 	}
 	(void)eg_upool_drop(&w->upool, NULL, NULL, NULL);
+}
+
+/* --- for route.c ------------------------------------------------------------ */
+
+/* The refusal every request gets (conn_refuse()'s reply and linger). */
+void
+eg_conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
+    const char *body)
+{
+	conn_refuse(c, r, status, body);
+}
+
+void
+eg_conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
+    int status, const char *body)
+{
+	conn_deny(c, t, r, status, body);
+}
+
+void
+eg_conn_fail(struct eg_conn *c, enum eg_reason r)
+{
+	conn_fail(c, r);
+}
+
+int
+eg_conn_budget_refused_locked(struct eg_conn *c, char *body, size_t len)
+{
+	return conn_budget_refused_locked(c, 1, body, len);
+}
+
+void
+eg_conn_budget_lease_locked(struct eg_conn *c)
+{
+	conn_budget_lease_locked(c);
+}
+
+void
+eg_conn_event(struct eg_conn *c, struct eg_event *ev,
+    enum egress_event_type t)
+{
+	conn_event(c, ev, t);
 }

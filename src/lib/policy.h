@@ -51,6 +51,9 @@ struct eg_phase {
 	size_t			 nrules;
 	struct eg_rule		*rules;
 	struct eg_phase_index	*index;		/* built by eg_phase_finish() */
+	char			**routes;	/* allow = route:NAME (route.h) */
+	int			*route_lines;
+	size_t			 nroutes;
 	struct eg_mrow		*mrow;		/* its decision counters, by
 						   name: set by
 						   eg_metrics_register()

@@ -210,6 +210,13 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->by = e->by;
 	ev->closed = e->closed;
 	ev->action = e->action;
+	ev->route = e->route;
+	ev->path = e->path;
+	ev->cred = e->cred;
+	ev->status = e->route != NULL ? e->status : 0;
+	ev->tokens_in = e->route != NULL ? e->tokens_in : -1;
+	ev->tokens_out = e->route != NULL ? e->tokens_out : -1;
+	ev->tokens_cached = e->route != NULL ? e->tokens_cached : -1;
 }
 
 /*
@@ -316,8 +323,23 @@ eg_audit_chain_setup(struct egress *ex, struct eg_audit *a, const char *run,
 		len = strlen(eg_cfg_default_text);
 	}
 	p.config_len = len;
-	return eg_audit_chain(a, ops, &p, p.key != NULL ?
-	    cfg->checkpoint_interval_ms : 0, err);
+	/* the identity of the configuration is its redacted text (routes'
+	 * literal header values): what a record keeps of it */
+	{
+		size_t rlen;
+		char *red = eg_cfg_redact(p.config, len, &rlen);
+		int rc;
+
+		if (red == NULL) {
+			return eg_err_set(err, ENOMEM, "out of memory");
+		}
+		p.config = red;
+		p.config_len = rlen;
+		rc = eg_audit_chain(a, ops, &p, p.key != NULL ?
+		    cfg->checkpoint_interval_ms : 0, err);
+		eg_free(red);
+		return rc;
+	}
 }
 
 /* --- creation ---------------------------------------------------------------- */

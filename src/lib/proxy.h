@@ -39,6 +39,9 @@ enum eg_reason {
 	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
 	EG_R_BUDGET,		/* a budget of the phase is spent */
 	EG_R_TLS_TO_PROXY,	/* a TLS ClientHello instead of a request */
+	EG_R_NO_ROUTE,		/* routes (route.c): no route of that name */
+	EG_R_ROUTE_NOT_ALLOWED,	/* ... method or path not allowed by it */
+	EG_R_TLS_FAILED,	/* ... upstream certificate refused */
 	EG_R_COUNT		/* (how many; not a reason) */
 };
 extern const char *const eg_reason_name[];
@@ -201,6 +204,8 @@ struct eg_worker {
 	unsigned		 nheadpool;
 	void			*bufpool;	/* free tunnel buffers */
 	unsigned		 nbufpool;
+	void			*routepool;	/* route.c: idle upstream
+						   connections of routes */
 	int			 pipes[64][2];	/* free splice pipes */
 	unsigned		 npipes;
 	int			 stopped;
@@ -322,6 +327,8 @@ void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
 	    const struct sockaddr *, socklen_t);
 void	eg_conn_reap(struct eg_worker *);
 void	eg_conn_pool_drain(struct eg_worker *);
+/* route.c: close the worker's idle upstream connections of routes. */
+void	eg_route_pool_drain(struct eg_worker *);
 /* Close connections of sess that cfg/phase no longer allow; count. */
 unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);
@@ -361,6 +368,13 @@ struct eg_event {
 	const char		*by;		/* PHASE: admin|api|signal|reload */
 	unsigned		 closed;	/* PHASE: tunnels closed */
 	const char		*action;	/* SESSION: open|close */
+	/* a route's request (route.c) */
+	const char		*route;		/* its name */
+	const char		*path;		/* /REST, no query */
+	const char		*cred;		/* ALLOW: headers added */
+	int			 status;	/* CLOSE: the upstream's */
+	int64_t			 tokens_in, tokens_out, tokens_cached;
+						/* CLOSE: -1 none */
 };
 
 /* proxy.c */

@@ -25,7 +25,10 @@
 	X(EG_R_SHUTDOWN,	 "shutdown",		503, 1)		\
 	X(EG_R_AUDIT_FAILED,	 "audit_failed",	503, 0)		\
 	X(EG_R_BUDGET,		 "budget",		429, 0)		\
-	X(EG_R_TLS_TO_PROXY,	 "tls_to_proxy",	400, 0)
+	X(EG_R_TLS_TO_PROXY,	 "tls_to_proxy",	400, 0)		\
+	X(EG_R_NO_ROUTE,	 "no_route",		404, 0)		\
+	X(EG_R_ROUTE_NOT_ALLOWED, "route_not_allowed",	403, 0)		\
+	X(EG_R_TLS_FAILED,	 "tls_failed",		502, 1)
 
 #define R_ROW(e, n, st, f)	[e] = { n, st, f },
 #define R_NAME(e, n, st, f)	[e] = n,
@@ -43,6 +46,7 @@ eg_status_text(int status)
 	static const struct { int code; const char *text; } st[] = {
 		{ 400, "Bad Request" }, { 403, "Forbidden" },
 		{ 404, "Not Found" }, { 408, "Request Timeout" },
+		{ 413, "Content Too Large" },
 		{ 429, "Too Many Requests" },
 		{ 431, "Request Header Fields Too Large" },
 		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },

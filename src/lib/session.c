@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "metrics.h"
+#include "route.h"
 #include "session.h"
 #include "shared.h"
 #include "worker.h"
@@ -380,6 +381,17 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 		s->nphases = i + 1;
 		for (j = 0; ps[i].allow != NULL && ps[i].allow[j] != NULL;
 		    j++) {
+			/* route:NAME, a credential route (route.h) */
+			if (strncmp(ps[i].allow[j], "route:", 6) == 0 &&
+			    eg_session_name_ok(ps[i].allow[j] + 6,
+			    strlen(ps[i].allow[j] + 6))) {
+				if (eg_phase_add_route(&s->phases[i],
+				    ps[i].allow[j] + 6,
+				    strlen(ps[i].allow[j] + 6), 0) == -1)
+					return set_err(ex, ENOMEM,
+					    "out of memory");
+				continue;
+			}
 			if (eg_rule_parse(ps[i].allow[j],
 			    strlen(ps[i].allow[j]), &r, &err) == -1)
 				return set_err(ex, EINVAL, "phases: %s: %s",

@@ -32,6 +32,8 @@ canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
 record|src/mod/record/check.c src/mod/record/seal.c|@core
 plan|src/mod/replay/plan.c src/lib/inilex.c|@core
 receipt|src/mod/replay/receipt.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
+meter|src/lib/meter.c|@core
+route|src/lib/route.c src/lib/routecfg.c src/lib/reqparse.c|@core
 '
 
 # @core: each built archive with the libraries libtool recorded for it

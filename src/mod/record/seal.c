@@ -192,7 +192,8 @@ eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
 static const char *const receipt_keys[] = {
 	"step", "index", "phase", "state", "command_sha256", "pid",
 	"pid_start", "started", "ended", "exit_code", "signal",
-	"termination", "decisions", "env_sha256", "secrets", "note", NULL
+	"termination", "decisions", "env_sha256", "secrets", "note", "usage",
+	NULL
 };
 static const char *const receipt_public_keys[] = { "command", "env", NULL };
 
@@ -679,6 +680,50 @@ run_part(const json_t *run)
 	return out;
 }
 
+/*
+ * The run's use of the credential routes: the steps' "usage" summed per
+ * route (SPEC "Routes", Meter), as "usage" of the record when any step
+ * used a route.
+ */
+static void
+usage_sum(json_t *rec, const json_t *steps)
+{
+	static const char *const f[] = { "requests", "tokens_in",
+	    "tokens_out" };
+	json_t *sum = json_object(), *st, *u, *rv, *acc;
+	const char *rk;
+	size_t i, k;
+
+	if (sum == NULL)
+		return;
+	json_array_foreach(steps, i, st) {
+		u = json_object_get(st, "usage");
+		if (!json_is_object(u))
+			continue;
+		json_object_foreach(u, rk, rv) {
+			if (!json_is_object(rv))
+				continue;
+			if ((acc = json_object_get(sum, rk)) == NULL) {
+				acc = json_pack("{s:I,s:I,s:I}", f[0],
+				    (json_int_t)0, f[1], (json_int_t)0, f[2],
+				    (json_int_t)0);
+				if (acc == NULL)
+					continue;
+				json_object_set_new(sum, rk, acc);
+			}
+			for (k = 0; k < 3; k++)
+				json_object_set_new(acc, f[k], json_integer(
+				    json_integer_value(json_object_get(acc,
+				    f[k])) + json_integer_value(
+				    json_object_get(rv, f[k]))));
+		}
+	}
+	if (json_object_size(sum) > 0)
+		json_object_set_new(rec, "usage", sum);
+	else
+		json_decref(sum);
+}
+
 /* The steps array: each filtered receipt with its manifest. */
 static json_t *
 steps_part(int dirfd, int public, char *err, size_t errlen)
@@ -877,6 +922,7 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
+	usage_sum(rec, steps);
 	if ((buf = eg_rr_canon_dump(rec, &len)) == NULL) {
 		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
 		    "a value cannot be written canonically (a real number, "

@@ -56,6 +56,10 @@ struct job {
 	atomic_int		 done;
 	atomic_ullong		 cnt[RP_MAX_STEPS][3];
 	int			 cnt_valid[RP_MAX_STEPS];
+	/* route usage per step, from CLOSE lines (umtx) */
+	pthread_mutex_t		 umtx;
+	struct rp_usage		 usage[RP_MAX_STEPS][RP_USAGE_MAX];
+	size_t			 nusage[RP_MAX_STEPS];
 };
 
 /* SIGINT/SIGTERM received by the supervisor (0: none); the main

@@ -130,6 +130,19 @@ eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	json_object_set_new(d, "blocked", json_integer((json_int_t)r->blocked));
 	json_object_set_new(d, "failed", json_integer((json_int_t)r->failed));
 	json_object_set_new(o, "decisions", d);
+	if (r->nusage > 0) {
+		json_t *u = json_object();
+		size_t k;
+
+		for (k = 0; u != NULL && k < r->nusage; k++)
+			json_object_set_new(u, r->usage[k].route, json_pack(
+			    "{s:I,s:I,s:I}",
+			    "requests", (json_int_t)r->usage[k].requests,
+			    "tokens_in", (json_int_t)r->usage[k].tokens_in,
+			    "tokens_out", (json_int_t)r->usage[k].tokens_out));
+		if (u != NULL)
+			json_object_set_new(o, "usage", u);
+	}
 	if (r->note[0] != '\0')
 		json_object_set_new(o, "note", json_string(r->note));
 	for (i = 0; envp != NULL && envp[i] != NULL; i++) {
@@ -249,6 +262,26 @@ eg_rp_receipt_read(int stepfd, struct rp_receipt *r)
 			r->blocked = (uint64_t)v;
 		if (get_int(d, "failed", &v))
 			r->failed = (uint64_t)v;
+	}
+	d = json_object_get(o, "usage");
+	if (json_is_object(d)) {
+		const char *rk;
+		json_t *rv;
+
+		json_object_foreach(d, rk, rv) {
+			struct rp_usage *u;
+
+			if (r->nusage >= RP_USAGE_MAX || !json_is_object(rv))
+				break;
+			u = &r->usage[r->nusage++];
+			snprintf(u->route, sizeof(u->route), "%s", rk);
+			if (get_int(rv, "requests", &v))
+				u->requests = (uint64_t)v;
+			if (get_int(rv, "tokens_in", &v))
+				u->tokens_in = (uint64_t)v;
+			if (get_int(rv, "tokens_out", &v))
+				u->tokens_out = (uint64_t)v;
+		}
 	}
 	json_decref(o);
 	return 0;

@@ -16,6 +16,13 @@
 
 #define RP_TS_MAX	64
 
+/* A step's use of one credential route (SPEC "Routes", Meter). */
+#define RP_USAGE_MAX	16	/* routes counted per step */
+struct rp_usage {
+	char		route[65];
+	uint64_t	requests, tokens_in, tokens_out;
+};
+
 struct rp_receipt {
 	char		step[RP_NAME_MAX + 1];
 	int		index;
@@ -30,6 +37,8 @@ struct rp_receipt {
 	char		termination[32];	/* "": null */
 	uint64_t	allowed, blocked, failed;
 	char		note[256];	/* "": none */
+	struct rp_usage	usage[RP_USAGE_MAX];	/* "usage": per route */
+	size_t		nusage;
 };
 
 struct rp_run {

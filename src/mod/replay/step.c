@@ -97,10 +97,39 @@ pause_point(struct job *j, const char *step, const char *point)
  * variables.  pub gets the same without secrets and proxy variables,
  * for env_sha256.
  */
+struct step_rv {
+	struct rp_strv	*envp;
+	const char	*tcp;
+	int		 oom;
+	int		 opt;		/* as "--env" "NAME=VALUE" pairs */
+};
+
+static void
+step_route_env(void *arg, const char *name, const char *env,
+    const char *placeholder)
+{
+	struct step_rv *rv = arg;
+	char kv[512];
+
+	if (env != NULL) {
+		snprintf(kv, sizeof(kv), "%s=http://%s/%s", env, rv->tcp, name);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+	if (placeholder != NULL) {
+		snprintf(kv, sizeof(kv), "%s=egressd-route", placeholder);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+}
+
 static int
 step_env(const struct job *j, const struct rp_step *st,
     struct rp_strv *envp, struct rp_strv *pub)
 {
+	struct step_rv rv;
 	static const char *const pv[] = { "HTTPS_PROXY", "HTTP_PROXY",
 	    "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy" };
 	const char *path, *v;
@@ -149,8 +178,18 @@ step_env(const struct job *j, const struct rp_step *st,
 			if (eg_rp_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (eg_rp_strv_add(envp, "NO_PROXY=") == -1 ||
-		    eg_rp_strv_add(envp, "no_proxy=") == -1)
+		if (eg_rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
+		    -1 || eg_rp_strv_add(envp, "no_proxy="
+		    EG_SANDBOX_NO_PROXY) == -1)
+			return -1;
+		/* the routes' variables (SPEC "Routes"), at the proxy */
+		rv.envp = envp;
+		rv.tcp = j->tcp;
+		rv.oom = 0;
+		rv.opt = 0;
+		if (j->px != NULL && j->px->ex != NULL)
+			eg_module_routes(j->px->ex, step_route_env, &rv);
+		if (rv.oom)
 			return -1;
 	}
 	return 0;
@@ -254,6 +293,16 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			ok |= eg_rp_strv_add(av, "--env");
 			ok |= eg_rp_strv_add(av, st->secrets.v[i]);
 		}
+		/* the routes' variables, at the relay inside (--proxy:
+		 * egressd run does not read this configuration) */
+		{
+			struct step_rv rv = { av, "127.0.0.1:"
+			    EG_SANDBOX_IN_PORT_S, 0, 1 };
+
+			if (j->px != NULL && j->px->ex != NULL)
+			eg_module_routes(j->px->ex, step_route_env, &rv);
+			ok |= rv.oom ? -1 : 0;
+		}
 		ok |= eg_rp_strv_add(av, "--");
 	}
 	for (i = 0; i < st->argv.n; i++)
@@ -311,6 +360,31 @@ eg_rp_run_put(struct job *j)
 
 /* --- decisions --------------------------------------------------------------- */
 
+/* One route request of step cur, counted with its tokens. */
+static void
+usage_add(struct job *j, int cur, const struct egress_event *ev)
+{
+	struct rp_usage *u = j->usage[cur];
+	size_t i;
+
+	pthread_mutex_lock(&j->umtx);
+	for (i = 0; i < j->nusage[cur]; i++)
+		if (strcmp(u[i].route, ev->route) == 0)
+			break;
+	if (i == j->nusage[cur] && i < RP_USAGE_MAX) {
+		snprintf(u[i].route, sizeof(u[i].route), "%s", ev->route);
+		j->nusage[cur]++;
+	}
+	if (i < RP_USAGE_MAX) {
+		u[i].requests++;
+		if (ev->tokens_in > 0)
+			u[i].tokens_in += (uint64_t)ev->tokens_in;
+		if (ev->tokens_out > 0)
+			u[i].tokens_out += (uint64_t)ev->tokens_out;
+	}
+	pthread_mutex_unlock(&j->umtx);
+}
+
 void
 eg_rp_on_event(const struct egress_event *ev, void *arg)
 {
@@ -329,6 +403,11 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 	case EGRESS_EV_FAIL:
 		k = 2;
 		break;
+	case EGRESS_EV_CLOSE:
+		if (ev->route == NULL)
+			return;
+		k = -1;		/* a route's request: its usage */
+		break;
 	default:
 		return;
 	}
@@ -345,8 +424,10 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 			    strcmp(j->plan->steps[cur].name, ev->step) != 0;
 			    cur++)
 				;
-		if (cur >= 0 && cur < (int)j->plan->nsteps)
+		if (cur >= 0 && cur < (int)j->plan->nsteps && k >= 0)
 			atomic_fetch_add(&j->cnt[cur][k], 1);
+		else if (cur >= 0 && cur < (int)j->plan->nsteps)
+			usage_add(j, cur, ev);
 		return;
 	}
 }
@@ -513,6 +594,10 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		r->failed = atomic_load(&j->cnt[i][2]);
 	} else
 		count_from_log(j, st->name, r);
+	pthread_mutex_lock(&j->umtx);
+	r->nusage = j->nusage[i];
+	memcpy(r->usage, j->usage[i], r->nusage * sizeof(r->usage[0]));
+	pthread_mutex_unlock(&j->umtx);
 	snprintf(r->state, sizeof(r->state), "captured");
 	(void)eg_rp_receipt_put(j, i, stepfd, r);
 }

@@ -645,8 +645,10 @@ job_new(void)
 {
 	struct job *j = eg_calloc(1, sizeof(*j));
 
-	if (j != NULL)
+	if (j != NULL) {
 		j->dirfd = j->privfd = j->stepsfd = j->lockfd = -1;
+		pthread_mutex_init(&j->umtx, NULL);
+	}
 	return j;
 }
 
@@ -777,6 +779,16 @@ eg_rp_run_plans(const struct rp_opts *o)
 		} else {
 			cfg_len = strlen(eg_cfg_default_text);
 			cfg_text = eg_strdup(eg_cfg_default_text);
+		}
+		/* the record's copy: routes' literal header values
+		 * [REDACTED] (the audit chain hashes the same text) */
+		if (cfg_text != NULL) {
+			size_t rlen;
+			char *red = eg_cfg_redact(cfg_text, cfg_len, &rlen);
+
+			eg_free(cfg_text);
+			cfg_text = red;
+			cfg_len = rlen;
 		}
 		r = secrets_load(j) == -1 ? -1 : record_create(j,
 		    cfg_text != NULL ? cfg_text : "",

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "module.h"
 #include "sandbox.h"
 
 /* One direction of a connection: bytes read from one side, not yet
@@ -573,8 +574,8 @@ eg_sb_relay_main(int argc, char *argv[])
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", bound);
 	for (i = 0; i < nitems(pvars); i++)
 		(void)setenv(pvars[i], url, 1);
-	(void)setenv("NO_PROXY", "", 1);
-	(void)setenv("no_proxy", "", 1);
+	(void)setenv("NO_PROXY", EG_SANDBOX_NO_PROXY, 1);
+	(void)setenv("no_proxy", EG_SANDBOX_NO_PROXY, 1);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);

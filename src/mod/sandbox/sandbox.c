@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "alloc.h"
 #include "module.h"
 #include "sandbox.h"
 
@@ -248,14 +249,55 @@ env_opt(const struct run_opts *o, const char *name, size_t n, int *set)
 	return 0;
 }
 
+/* One route's variables: env = URL/NAME, placeholder = egressd-route. */
+struct route_env {
+	const char	*url;
+	struct sb_strv	*out;
+};
+
+static void
+route_env_add(void *arg, const char *name, const char *env,
+    const char *placeholder)
+{
+	struct route_env *re = arg;
+	char *kv;
+	size_t n;
+
+	if (re->url == NULL) {		/* names only */
+		if (env != NULL)
+			eg_sb_strv_add(re->out, env);
+		if (placeholder != NULL)
+			eg_sb_strv_add(re->out, placeholder);
+		return;
+	}
+	if (env != NULL) {
+		n = strlen(env) + strlen(re->url) + strlen(name) + 3;
+		if ((kv = eg_malloc(n)) == NULL) {
+			re->out->oom = 1;
+			return;
+		}
+		snprintf(kv, n, "%s=%s/%s", env, re->url, name);
+		eg_sb_strv_add(re->out, kv);
+		eg_free(kv);
+	}
+	if (placeholder != NULL)
+		eg_sb_strv_add2(re->out, placeholder, "=egressd-route");
+}
+
 /*
  * CMD's environment: ours without secrets and proxy variables, plus the
- * --env settings, plus the proxy variables pointing at url.  The names
- * removed are listed on stderr (names only, never values).
+ * --env settings, plus the proxy variables pointing at url, plus each
+ * credential route's variables (SPEC "Routes": env and placeholder; not
+ * with --proxy, whose routes are another process's).  The names removed
+ * are listed on stderr (names only, never values).
  */
 static int
-env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
+env_build(const struct run_opts *o, struct egress *ex, const char *url,
+    struct sb_strv *out)
 {
+	struct route_env re;
+	struct sb_strv rn;
+	size_t k;
 	static const char *const pv[] = {
 		"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=",
 		"ALL_PROXY=", "all_proxy="
@@ -265,9 +307,22 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	int set, found;
 
 	removed[0] = '\0';
+	/* the routes' variable names: ours replace the caller's */
+	memset(&rn, 0, sizeof(rn));
+	if (ex != NULL) {
+		re.url = NULL;
+		re.out = &rn;
+		eg_module_routes(ex, route_env_add, &re);
+	}
 	for (i = 0; environ != NULL && environ[i] != NULL; i++) {
 		n = name_len(environ[i]);
 		if (environ[i][n] != '=' || is_proxy_var(environ[i], n))
+			continue;
+		for (k = 0; k < rn.n; k++)
+			if (strlen(rn.v[k]) == n &&
+			    strncmp(rn.v[k], environ[i], n) == 0)
+				break;
+		if (k < rn.n)
 			continue;
 		found = env_opt(o, environ[i], n, &set);
 		if (found && set)
@@ -292,8 +347,16 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	}
 	for (i = 0; i < nitems(pv); i++)
 		eg_sb_strv_add2(out, pv[i], url);
-	eg_sb_strv_add(out, "NO_PROXY=");
-	eg_sb_strv_add(out, "no_proxy=");
+	/* only the relay listens on loopback inside: routes are reached
+	 * directly, everything else through the proxy */
+	eg_sb_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
+	eg_sb_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
+	if (ex != NULL) {
+		re.url = url;
+		re.out = out;
+		eg_module_routes(ex, route_env_add, &re);
+	}
+	eg_sb_strv_free(&rn);
 	if (rlen > 0)
 		fprintf(stderr, "egressd: not passed to the command: %s "
 		    "(--env NAME passes one)\n", removed);
@@ -1657,7 +1720,8 @@ run_main(int argc, char *argv[])
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 		eg_sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
 	}
-	if (env_build(&st.o, url, &envp) == -1) {
+	if (env_build(&st.o, st.o.proxy == NULL ? st.ex : NULL, url,
+	    &envp) == -1) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto done;
 	}
