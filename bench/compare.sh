@@ -19,6 +19,7 @@
 # tinyproxy and squid Debian packages, root (Squid drops to cache_effective_user,
 # tinyproxy to its User, ATS to trafficserver). Tunables (environment):
 #   EGRESSD      egressd binary (default ../src/egressd/egressd from bench/)
+#   EGRESSD_PHASE  lines added to egressd's [phase:bench] (budgets)
 #   REPS         repetitions (3; 5 for a published table)
 #   DUR          seconds per timed mode (10)
 #   PROXIES      "direct floor egressd tinyproxy squid"
@@ -27,8 +28,13 @@
 #   PEERS_SRC    where build.sh/start.sh are ($here/../../shared/peers)
 #   BUSY=N       N CPU hogs (`yes >/dev/null`, normal priority) run for the
 #                whole run, the same for every proxy (0: none; BUSY=1 is one)
-#   MODES        "rate rr bulk1 bulk8 up1 idle" (idle last: closing
-#                9,000 tunnels keeps a logging peer busy for a while)
+#   MODES        "rate rr bulk1 bulk8 up1 http idle" (idle last: closing
+#                9,000 tunnels keeps a logging peer busy for a while).
+#                http: plain-HTTP GETs (absolute form, no tunnel), one
+#                after another on 32 kept-alive client connections, to
+#                the keep-alive HTTP upstream: requests/s, p99 and proxy
+#                CPU per request; run for direct, egressd, tinyproxy and
+#                squid (floor and the CONNECT-only peers are skipped)
 #   IDLE         idle tunnels per proxy (9000); IDLE_<PROXY> overrides
 #                (IDLE_EGRESSD, IDLE_SMOKESCREEN, ...)
 #   IDLE_REPS    in how many of the repetitions idle runs (all; its spread
@@ -55,7 +61,7 @@ PROXIES=${PROXIES:-"direct floor egressd tinyproxy squid"}
 PEERS=${PEERS:-0}
 PEERS_SRC=${PEERS_SRC:-$here/../../shared/peers}
 BUSY=${BUSY:-0}
-MODES=${MODES:-"rate rr bulk1 bulk8 up1 idle"}
+MODES=${MODES:-"rate rr bulk1 bulk8 up1 http idle"}
 IDLE=${IDLE:-9000}
 IDLE_REPS=${IDLE_REPS:-$REPS}
 PORT_BASE=${PORT_BASE:-23100}
@@ -197,7 +203,7 @@ listen = 127.0.0.1:$P_EGRESSD
 admin = $tmp/egressd-admin.sock
 audit_log = $tmp/egressd-audit.log
 sni_check = no
-plain_http = no
+plain_http = yes
 workers = 0
 max_connections = 20000
 max_connections_per_client = 20000
@@ -209,6 +215,10 @@ bench.test = 127.0.0.1
 [phase:bench]
 allow = bench.test:$P_ECHO bench.test:$P_HTTP bench.test:$P_SOURCE bench.test:$P_SINK
 EOF
+	# EGRESSD_PHASE: more lines for [phase:bench] (budgets, to measure
+	# their counting), e.g. EGRESSD_PHASE=$'budget_up = 1000G\nbudget_down = 1000G'
+	[ -z "${EGRESSD_PHASE:-}" ] || printf '%s\n' "$EGRESSD_PHASE" \
+	    >>"$tmp/egressd.ini"
 }
 
 write_tinyproxy_conf() {
@@ -344,6 +354,15 @@ run_mode() {
 		    --duration 2" ;;
 	rate)
 		args="--mode rate --target $host:$P_HTTP --concurrency 64
+		    --duration $DUR" ;;
+	http)
+		# plain HTTP: floor and the peers' configurations are
+		# CONNECT-only
+		case $px in
+		direct|egressd|tinyproxy|squid) ;;
+		*) return 0 ;;
+		esac
+		args="--mode http --target $host:$P_HTTP --concurrency 32
 		    --duration $DUR" ;;
 	rr)
 		args="--mode rr --target $host:$P_ECHO --concurrency 32
@@ -496,6 +515,10 @@ END {
 	    "bulk8:mb_per_s:bulk down, 8 tunnels (MB/s)|" \
 	    "bulk8:cpu_us_per_mb:proxy CPU per MB, bulk 8 tunnels (us)|" \
 	    "up1:mb_per_s:bulk up, 1 tunnel (MB/s)|" \
+	    "http:reqs_per_s:plain-HTTP keep-alive requests/s (32 conns)|" \
+	    "http:lat_p99_us:plain-HTTP request p99 (us)|" \
+	    "http:cpu_us_per_req:proxy CPU per plain-HTTP request (us)|" \
+	    "http:conns:client connections opened (plain HTTP)|" \
 	    "idle:kib_per_tunnel:idle RSS per tunnel (KiB)", items, "|")
 	np = split(order, px, " ")
 	print "| metric | proxy | median | [min-max] | vs direct | vs egressd |"
@@ -540,6 +563,12 @@ END {
 	    peers, "max", 1)
 	target("idle", "kib_per_tunnel", "idle RSS per tunnel <= the best peer",
 	    peers, "min", 1)
+	target("http", "reqs_per_s",
+	    "plain-HTTP keep-alive requests/s >= squid and tinyproxy",
+	    "squid tinyproxy", "max", 1)
+	target("http", "cpu_us_per_req",
+	    "CPU per plain-HTTP request <= squid and tinyproxy",
+	    "squid tinyproxy", "min", 1)
 	target("idle", "kib_per_tunnel", "idle RSS per tunnel <= 2 KiB",
 	    "const", "min", 2)
 	target("bulk1", "mb_per_s", "bulk, 1 tunnel >= 0.8x direct",

@@ -2,7 +2,11 @@
  * Load generator for the egressd benchmark: one epoll loop driving N
  * client connections that open CONNECT tunnels through a proxy (TCP or
  * Unix socket) or go straight to the upstream, in one of four modes (rate,
- * rr, bulk, idle), and print one machine-readable result line.
+ * rr, bulk, idle), and print one machine-readable result line.  A fifth,
+ * http, opens no tunnel: each connection sends plain-HTTP requests
+ * (absolute form through the proxy, origin form direct) one after the
+ * other on a kept-alive connection, and opens a new one only when the
+ * proxy ends it (a proxy that does not keep client connections).
  */
 
 #define _GNU_SOURCE
@@ -29,8 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum mode { M_RATE, M_RR, M_BULK, M_IDLE };
-static const char *mode_name[] = { "rate", "rr", "bulk", "idle" };
+enum mode { M_RATE, M_RR, M_BULK, M_IDLE, M_HTTP };
+static const char *mode_name[] = { "rate", "rr", "bulk", "idle", "http" };
+#define NMODES	5
 
 /* Client connection states. */
 enum st {
@@ -58,6 +63,8 @@ struct cl {
 	size_t	 headlen;
 	size_t	 need;		/* body or echo bytes still expected */
 	int	 gothead;
+	int	 closeafter;	/* http: the response said Connection: close */
+	int	 served;	/* http: responses on this connection */
 	char	 head[HEAD_MAX];
 };
 
@@ -88,7 +95,7 @@ static int epfd;
 static struct cl *cls;
 static char connect_req[512];
 static size_t connect_len;
-static char http_req[256];
+static char http_req[768];
 static size_t http_len;
 static char iobuf[IOBUF_SZ];
 static char payload[IOBUF_SZ];
@@ -104,6 +111,7 @@ static int nstarted;		/* idle: connects started */
 static int inflight;		/* idle: handshakes in progress */
 static int nclosed;		/* idle: open tunnels the peer closed */
 static uint64_t ok_any;
+static uint64_t nconns;		/* http: connections opened while measuring */
 
 static void cl_start(struct cl *);
 
@@ -122,7 +130,8 @@ usage(void)
 	fprintf(stderr,
 	    "usage: loadgen (--proxy tcp:ADDR:PORT | --proxy unix:PATH | "
 	    "--direct)\n"
-	    "               --target HOST:PORT [--mode rate|rr|bulk|idle]\n"
+	    "               --target HOST:PORT [--mode rate|rr|bulk|idle|"
+	    "http]\n"
 	    "               [--duration SEC] [--concurrency N] [--size BYTES]"
 	    "\n"
 	    "               [--upload] [--pid PID] [--upstream-pid PID] "
@@ -456,6 +465,9 @@ tunnel_ready(struct cl *c, const char *extra, size_t extralen)
 	c->tfb = 0;
 	ok_any++;
 	switch (mode) {
+	case M_HTTP:
+		c->treq = c->t200;
+		/* FALLTHROUGH */
 	case M_RATE:
 		c->st = S_HTTPRESP;
 		if (send_all(c->fd, http_req, http_len) == -1) {
@@ -487,7 +499,7 @@ static void
 on_connected(struct cl *c)
 {
 	(void)ep_set(EPOLL_CTL_MOD, c, EPOLLIN | EPOLLRDHUP);
-	if (direct) {
+	if (direct || mode == M_HTTP) {
 		tunnel_ready(c, NULL, 0);
 		return;
 	}
@@ -519,7 +531,10 @@ cl_start(struct cl *c)
 		    sizeof(one));
 	c->fd = fd;
 	c->st = S_CONNECTING;
+	c->served = 0;
 	c->t0 = now_ns();
+	if (mode == M_HTTP && measuring)
+		nconns++;
 	if (mode == M_IDLE) {
 		inflight++;
 		nstarted++;
@@ -544,24 +559,56 @@ parse_http_head(struct cl *c, size_t headend)
 	size_t i;
 	const char *h = c->head;
 
+	int cl = 0;
+
 	if (headend < 12 || memcmp(h, "HTTP/1.", 7) != 0 ||
 	    memcmp(h + 9, "200", 3) != 0)
 		return -1;
 	c->need = 0;
+	/* HTTP/1.0 closes unless it says keep-alive */
+	c->closeafter = h[7] == '0' && strcasestr(h, "\nconnection: keep-alive")
+	    == NULL;
 	for (i = 0; i + 16 < headend; i++) {
-		if (h[i] == '\n' &&
-		    strncasecmp(h + i + 1, "content-length:", 15) == 0) {
+		if (h[i] != '\n')
+			continue;
+		if (strncasecmp(h + i + 1, "content-length:", 15) == 0) {
 			c->need = strtoul(h + i + 16, NULL, 10);
-			return 0;
-		}
+			cl = 1;
+		} else if (strncasecmp(h + i + 1, "connection:", 11) == 0 &&
+		    strncasecmp(h + i + 12 + strspn(h + i + 12, " \t"),
+		    "close", 5) == 0)
+			c->closeafter = 1;
 	}
-	return -1;
+	return cl ? 0 : -1;
 }
 
 static const char *
 find_crlf2(const char *p, size_t len)
 {
 	return memmem(p, len, "\r\n\r\n", 4);
+}
+
+/* http: a response is complete; the next request on the same
+ * connection, or a new connection when the proxy ends this one. */
+static void
+http_done(struct cl *c)
+{
+	if (measuring) {
+		done_count++;
+		sample_add(&s_lat, now_ns() - c->treq);
+	}
+	c->served++;
+	if (c->closeafter) {
+		cl_close(c);
+		cl_start(c);
+		return;
+	}
+	c->headlen = 0;
+	c->gothead = 0;
+	c->tfb = 0;
+	c->treq = now_ns();
+	if (send_all(c->fd, http_req, http_len) == -1)
+		cl_fail(c);
 }
 
 static void
@@ -601,6 +648,7 @@ handle_data(struct cl *c, const char *p, size_t len)
 				return;
 			}
 			headend = (size_t)(e - c->head) + 4;
+			c->head[headend - 1] = '\0';	/* for strcasestr */
 			if (parse_http_head(c, headend) == -1) {
 				cl_fail(c);
 				return;
@@ -614,8 +662,12 @@ handle_data(struct cl *c, const char *p, size_t len)
 			return;
 		}
 		c->need -= len;
-		if (c->need == 0)
-			rate_done(c);
+		if (c->need == 0) {
+			if (mode == M_HTTP)
+				http_done(c);
+			else
+				rate_done(c);
+		}
 		return;
 	case S_RR:
 		if (len > c->need) {
@@ -664,6 +716,18 @@ on_readable(struct cl *c)
 			    HEAD_MAX - c->headlen);
 		} else
 			n = read(c->fd, iobuf, sizeof(iobuf));
+		if (n == 0 && mode == M_HTTP && c->st == S_HTTPRESP &&
+		    c->served > 0 && c->headlen == 0) {
+			/*
+			 * The proxy ended a connection it had answered on
+			 * without saying Connection: close (tinyproxy does):
+			 * not an error, as for curl, the request goes again
+			 * on a new connection.
+			 */
+			cl_close(c);
+			cl_start(c);
+			return;
+		}
 		if (n == 0) {
 			cl_fail(c);
 			return;
@@ -775,11 +839,11 @@ run(void)
 		if (pid > 0 && rss0 < 0)
 			die("cannot read VmRSS of --pid");
 	}
-	if (mode == M_RATE)
+	if (mode == M_RATE || mode == M_HTTP)
 		t_end = t_start + (uint64_t)((warmup + duration) * 1e9);
 	for (;;) {
 		t = now_ns();
-		if (mode == M_RATE && !measuring &&
+		if ((mode == M_RATE || mode == M_HTTP) && !measuring &&
 		    t >= t_start + (uint64_t)(warmup * 1e9))
 			start_measuring(t);
 		if ((mode == M_RR || mode == M_BULK) && !measuring &&
@@ -839,6 +903,9 @@ run(void)
 	case M_RR:
 		cpu_report(cpu, sizeof(cpu), "rt", (double)done_count);
 		break;
+	case M_HTTP:
+		cpu_report(cpu, sizeof(cpu), "req", (double)done_count);
+		break;
 	case M_BULK:
 		cpu_report(cpu, sizeof(cpu), "mb", (double)bytes / 1e6);
 		break;
@@ -868,6 +935,15 @@ run(void)
 		    label, conc, rrsize, secs, done_count,
 		    (double)done_count / secs, pct(&s_lat, .5),
 		    pct(&s_lat, .9), pct(&s_lat, .99), errors, cpu);
+		break;
+	case M_HTTP:
+		qsort(s_lat.v, s_lat.n, sizeof(uint32_t), cmp_u32);
+		printf("mode=http proxy=%s conc=%d secs=%.2f reqs=%" PRIu64
+		    " reqs_per_s=%.0f lat_p50_us=%u lat_p90_us=%u "
+		    "lat_p99_us=%u conns=%" PRIu64 " errors=%" PRIu64 "%s\n",
+		    label, conc, secs, done_count, (double)done_count / secs,
+		    pct(&s_lat, .5), pct(&s_lat, .9), pct(&s_lat, .99), nconns,
+		    errors, cpu);
 		break;
 	case M_BULK:
 		printf("mode=bulk dir=%s proxy=%s conc=%d secs=%.2f bytes=%"
@@ -924,10 +1000,10 @@ main(int argc, char *argv[])
 			target = optarg;
 			break;
 		case 'm':
-			for (n = 0; n < 4; n++)
+			for (n = 0; n < NMODES; n++)
 				if (strcmp(optarg, mode_name[n]) == 0)
 					break;
-			if (n == 4)
+			if (n == NMODES)
 				usage();
 			mode = n;
 			break;
@@ -976,8 +1052,16 @@ main(int argc, char *argv[])
 		die("target too long");
 	connect_len = (size_t)snprintf(connect_req, sizeof(connect_req),
 	    "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
-	http_len = (size_t)snprintf(http_req, sizeof(http_req),
-	    "GET / HTTP/1.1\r\nHost: bench.test\r\n\r\n");
+	if (mode == M_HTTP && !direct)
+		http_len = (size_t)snprintf(http_req, sizeof(http_req),
+		    "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", target,
+		    target);
+	else if (mode == M_HTTP)
+		http_len = (size_t)snprintf(http_req, sizeof(http_req),
+		    "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", target);
+	else
+		http_len = (size_t)snprintf(http_req, sizeof(http_req),
+		    "GET / HTTP/1.1\r\nHost: bench.test\r\n\r\n");
 	for (i = 0; i < sizeof(payload); i++)
 		payload[i] = (char)('A' + i % 26);
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# contrib/dev.sh: the README's two commands, for a fresh Debian 12 machine.
+# contrib/dev.sh: the README's two commands, for a fresh Debian 12 or 13 machine.
 #
 #   ./contrib/dev.sh run    install what is missing, build, and run egressd
 #                           in the foreground on its embedded default
@@ -12,7 +12,9 @@
 #
 # "test" also runs, once, in the normal tree, the slow packaging tests
 # ($PACKAGING_TESTS: the Debian package built, linted and installed into
-# a fresh Debian 12 root; make install with another prefix/sysconfdir).
+# a fresh Debian 12 root; the default tree built with --enable-werror, its
+# make check run and the package built and linted in a fresh Debian 13
+# root; make install with another prefix/sysconfdir).
 #
 # EGRESSD_REQUIRE_TSAN=1 makes a machine that cannot run ThreadSanitizer
 # programs a failure instead of a skip; EGRESSD_REQUIRE_DEBOOTSTRAP=1 does
@@ -27,6 +29,8 @@ libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps \
 libjansson-dev git libpsl-dev \
 libsystemd-dev systemd logrotate prometheus"
+# routes-sdk.test: the official model SDKs (installed by the test from npm)
+PKGS="$PKGS nodejs npm"
 
 # The integration tests that run several workers against each other (and
 # reloads and phase switches against them, and egressd replay -j's job
@@ -38,13 +42,19 @@ tests/integ/concurrency.test tests/integ/admin.test \
 tests/integ/reload-storm.test tests/integ/replay-net.test"
 
 # packaging (ops-pkg): the Debian package's Build-Depends and tools, the
-# Debian 12 root of debpkg.test, the completion test's shells, jq for
+# Debian 12 and 13 roots of debpkg.test and deb13.test, the completion
+# test's shells, jq for
 # fleet-jq.test and python3-yaml for k8s.test
 PKGS="$PKGS debhelper dpkg-dev fakeroot lintian debootstrap binutils \
 libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
 
+# the clients whose refusal and reset messages the tests read
+# (refusal-clients.test, policy-reset.test): Go's net/http
+PKGS="$PKGS golang-go"
+
 # Slow tests run once (in _build), not in every tree: not in TESTS.
-PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test"
+PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test \
+tests/integ/deb13.test"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"

@@ -885,6 +885,38 @@ put_uptime(uint64_t s)
 	row("uptime", b);
 }
 
+/*
+ * The "budget" object of a status or session answer, one row:
+ * "up USED / LIMIT bytes, down ..., requests USED / LIMIT", each
+ * "(spent)" once it is; nothing when the phase has no budget.
+ */
+static void
+put_budget(const struct jv *v)
+{
+	static const char *const kinds[] = { "up", "down", "requests" };
+	const struct jv *b = jget(v, "budget"), *a;
+	unsigned long long used, lim;
+	size_t i, n = 0;
+
+	if (b == NULL || b->t != J_OBJ)
+		return;
+	printf("%-12s ", "budget");
+	for (i = 0; i < 3; i++) {
+		a = jget(b, kinds[i]);
+		if (a == NULL || a->t != J_ARR || a->n != 2 ||
+		    a->kids[0].t != J_NUM || a->kids[1].t != J_NUM)
+			continue;
+		used = strtoull(a->kids[0].s, NULL, 10);
+		lim = strtoull(a->kids[1].s, NULL, 10);
+		printf("%s%s %llu / %llu%s%s", n++ ? ", " : "", kinds[i], used,
+		    lim, i < 2 ? " bytes" : "", (i < 2 ? used > lim :
+		    used >= lim) ? " (spent)" : "");
+	}
+	if (n == 0)
+		fputs("-", stdout);
+	putchar('\n');
+}
+
 static int
 cmd_status(void)
 {
@@ -920,6 +952,7 @@ cmd_status(void)
 			put_safe(m->kids[i].s);
 	}
 	putchar('\n');
+	put_budget(&v);
 	row("admin", admin);
 	jv_free(&v);
 	return EX_OK;
@@ -1333,6 +1366,7 @@ cmd_session_show(const char *name)
 		put_safe(ttl);
 		fputs(" s idle\n", stdout);
 	}
+	put_budget(&v);
 	row("admin", admin);
 	jv_free(&v);
 	return EX_OK;

@@ -35,6 +35,7 @@
 #include "err.h"
 #include "host.h"
 #include "policy.h"
+#include "route.h"
 #include "select.h"
 #include "shared.h"
 
@@ -444,6 +445,36 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	nv->report = report ? "not_allowed" : NULL;
 }
 
+/*
+ * A route's request decided again (SPEC "Routes"): the route must exist
+ * in the new configuration, the phase must allow it, and its allow
+ * entries the method and path.  The upstream's answer is not re-decided.
+ */
+static void
+decide_route(const struct eg_cfg *cfg, const struct eg_phase *ph,
+    const char *name, const char *method, const char *path,
+    const struct verdict *old, struct verdict *nv, char *rule, size_t rlen)
+{
+	const struct eg_route *r = eg_cfg_route(cfg, name, strlen(name));
+
+	memset(nv, 0, sizeof(*nv));
+	nv->v = "BLOCK";
+	if (r == NULL)
+		nv->reason = "no_route";
+	else if (!eg_phase_allows_route(ph, r->name))
+		nv->reason = "not_allowed";
+	else if (method == NULL || path == NULL ||
+	    !eg_route_allows(r, method, path, strlen(path)))
+		nv->reason = "route_not_allowed";
+	else if (strcmp(old->v, "FAIL") == 0)
+		*nv = *old;
+	else {
+		nv->v = "ALLOW";
+		snprintf(rule, rlen, "route:%s", r->name);
+		nv->rule = rule;
+	}
+}
+
 /* Fields of a change's key, tab-separated, each text-escaped. */
 enum { K_PHASE, K_SESSION, K_HOST, K_PORT, K_OLD, K_ORULE, K_OREASON,
 	K_OREPORT, K_NEW, K_NRULE, K_NREASON, K_NREPORT, K_N };
@@ -469,12 +500,15 @@ static void
 replay_line(const struct egress_audit_line *l, void *arg)
 {
 	static const char *const policy_block[] = { "not_allowed",
-	    "port_not_allowed", "private_address", NULL };
+	    "port_not_allowed", "private_address", "no_route",
+	    "route_not_allowed", NULL };
 	static const char *const upstream_fail[] = { "dns_failure",
-	    "connect_failed", "connect_timeout", NULL };
+	    "connect_failed", "connect_timeout", "tls_failed", NULL };
 	static char phase[AT_VAL_MAX], sess[AT_VAL_MAX], rule[AT_VAL_MAX],
 	    reason[AT_VAL_MAX], report[AT_VAL_MAX], addrb[AT_VAL_MAX],
-	    host[AT_VAL_MAX];
+	    host[AT_VAL_MAX], routeb[AT_VAL_MAX], methodb[AT_VAL_MAX],
+	    pathb[AT_VAL_MAX], nrule[AT_VAL_MAX];
+	const char *route;
 	static char key[K_N * (AT_VAL_MAX * 4 + 2)];
 	struct replay *rp = arg;
 	const struct eg_phase *ph;
@@ -513,6 +547,19 @@ replay_line(const struct egress_audit_line *l, void *arg)
 		rp->unchanged++;
 		return;
 	}
+	/* a route's line: decided by its route, its host may be "-" */
+	route = at_get(l, "route", routeb);
+	if (route != NULL) {
+		memset(&h, 0, sizeof(h));
+		port = 0;
+		if (egress_audit_target(l, &hp, &hl, &port) == -1 ||
+		    (n = eg_audit_unescape(hp, hl, l->json, host,
+		    sizeof(host))) < 0 || eg_host_parse(host, (size_t)n, &h,
+		    &why) == -1) {
+			snprintf(h.name, sizeof(h.name), "-");
+			port = 0;
+		}
+	} else
 	/* what it decides names a valid host */
 	if (egress_audit_target(l, &hp, &hl, &port) == -1 || port == 0 ||
 	    (n = eg_audit_unescape(hp, hl, l->json, host, sizeof(host))) < 0 ||
@@ -537,7 +584,11 @@ replay_line(const struct egress_audit_line *l, void *arg)
 		return;
 	}
 	rp->requests++;
-	decide(rp->cfg, ph, &h, (uint16_t)port, &old, addr, &nv);
+	if (route != NULL)
+		decide_route(rp->cfg, ph, route, at_get(l, "method", methodb),
+		    at_get(l, "path", pathb), &old, &nv, nrule, sizeof(nrule));
+	else
+		decide(rp->cfg, ph, &h, (uint16_t)port, &old, addr, &nv);
 	if (strcmp(old.v, nv.v) == 0) {
 		rp->unchanged++;
 		return;

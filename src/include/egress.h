@@ -94,6 +94,14 @@ struct egress_event {
 	/* appended (layout of the members above unchanged): */
 	const char		*step;		/* egress_session_set_step():
 						   the step= label, or NULL */
+	/* a credential route's request (SPEC "Routes"), else NULL/0/-1: */
+	const char		*route;		/* route=NAME */
+	const char		*path;		/* path=/REST (no query) */
+	const char		*cred;		/* ALLOW: header names added */
+	int			 status;	/* CLOSE: status=, 0: none */
+	int64_t			 tokens_in;	/* CLOSE: -1: none */
+	int64_t			 tokens_out;
+	int64_t			 tokens_cached;
 	/* ALLOW, BLOCK, FAIL of a request that came through egressd's own
 	 * relay (egressd run, replay steps): the process that connected to
 	 * the relay, "-" when it could not be found; NULL otherwise */
@@ -294,6 +302,18 @@ EGRESS_API int	egress_session_delete(struct egress *ex, const char *name,
  */
 EGRESS_API int	egress_session_set_step(struct egress *ex,
 		    const char *session, const char *step);
+/*
+ * Redact the audit lines of one session (NULL/"default": the default
+ * one): from now on every occurrence of each of the n values (each 8
+ * bytes or more; shorter ones are ignored) in any string field of its
+ * events (host, sni, method, client, addr, rule, phase, step, ...) is
+ * replaced by "[REDACTED]" before the line is formatted, chained and
+ * written, kept in the ring or passed to a subscriber.  The match ignores
+ * ASCII case (hosts are lower-cased).  The values are copied; a later
+ * call replaces the list (n 0: none).  errno ENOENT, ENOMEM.
+ */
+EGRESS_API int	egress_session_set_redact(struct egress *ex,
+		    const char *session, const char *const *values, size_t n);
 /*
  * Send one session's audit lines (and only its lines, including its
  * PHASE lines and its SESSION close line from now on) to the file path,

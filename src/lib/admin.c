@@ -206,6 +206,44 @@ json_allow(struct eg_buf *j, const struct eg_phase *p)
 	eg_buf_add(j, "]", 1);
 }
 
+/* ,"budget":{"up":[USED,LIMIT],...} of a session whose phase has one
+ * (caller holds the lock); nothing otherwise. */
+static void
+json_budget(struct eg_buf *j, struct eg_session *s)
+{
+	static const struct {
+		const char	*name;
+		unsigned	 bit;
+	} kinds[] = { { "up", EG_BUDGET_UP }, { "down", EG_BUDGET_DOWN },
+	    { "requests", EG_BUDGET_REQ } };
+	const struct eg_phase *p = s->phase;
+	const uint64_t *used[3], *lim[3];
+	size_t i, n = 0;
+
+	if (p == NULL || p->budget_has == 0)
+		return;
+	used[0] = &s->bud.up;
+	used[1] = &s->bud.down;
+	used[2] = &s->bud.req;
+	lim[0] = &p->budget_up;
+	lim[1] = &p->budget_down;
+	lim[2] = &p->budget_requests;
+	eg_buf_str(j, ",\"budget\":{");
+	for (i = 0; i < nitems(kinds); i++) {
+		if (!(p->budget_has & kinds[i].bit))
+			continue;
+		if (n++)
+			eg_buf_add(j, ",", 1);
+		eg_buf_json_str(j, kinds[i].name);
+		eg_buf_str(j, ":[");
+		eg_buf_u64(j, __atomic_load_n(used[i], __ATOMIC_RELAXED));
+		eg_buf_add(j, ",", 1);
+		eg_buf_u64(j, *lim[i]);
+		eg_buf_add(j, "]", 1);
+	}
+	eg_buf_add(j, "}", 1);
+}
+
 static enum MHD_Result
 get_status(struct eg_admin *ad, struct MHD_Connection *con,
     struct req *rq)
@@ -240,7 +278,11 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con,
 	}
 	eg_buf_str(&j, "],\"audit\":{\"write_errors\":");
 	eg_buf_u64(&j, aerr);
-	eg_buf_str(&j, failing ? ",\"failing\":true}}" : ",\"failing\":false}}");
+	eg_buf_str(&j, failing ? ",\"failing\":true}" : ",\"failing\":false}");
+	pthread_rwlock_rdlock(&ex->lock);
+	json_budget(&j, &ex->def);
+	pthread_rwlock_unlock(&ex->lock);
+	eg_buf_add(&j, "}", 1);
 	return reply_json(con, 200, &j);
 }
 
@@ -595,6 +637,7 @@ json_session(struct eg_buf *j, struct eg_session *s)
 	eg_buf_u64(j, s->created_ms > 0 ? (uint64_t)s->created_ms / 1000 : 0);
 	eg_buf_str(j, ",\"ttl_s\":");
 	eg_buf_u64(j, s->ttl_s);
+	json_budget(j, s);
 	eg_buf_add(j, "}", 1);
 }
 

@@ -699,16 +699,30 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 		kv_str(&o, json, "pid", ev->pid);
 		kv_str(&o, json, "exe", ev->exe);
 		kv_str(&o, json, "method", ev->method);
+		kv_str(&o, json, "route", ev->route);
+		kv_str(&o, json, "path", ev->path);
 		kv_str(&o, json, "addr", ev->addr);
 		kv_str(&o, json, "rule", ev->type == EGRESS_EV_ALLOW &&
 		    ev->rule == NULL ? "-" : ev->rule);
 		kv_str(&o, json, "reason", ev->reason);
 		kv_str(&o, json, "report", ev->report);
+		if (ev->type == EGRESS_EV_ALLOW)
+			kv_str(&o, json, "cred", ev->cred);
 		break;
 	case EGRESS_EV_CLOSE:
 		kv_u64(&o, json, "up", ev->up);
 		kv_u64(&o, json, "down", ev->down);
 		kv_u64(&o, json, "ms", ev->ms);
+		if (ev->route != NULL && ev->status > 0)
+			kv_u64(&o, json, "status", (uint64_t)ev->status);
+		if (ev->route != NULL && ev->tokens_in >= 0)
+			kv_u64(&o, json, "tokens_in", (uint64_t)ev->tokens_in);
+		if (ev->route != NULL && ev->tokens_out >= 0)
+			kv_u64(&o, json, "tokens_out",
+			    (uint64_t)ev->tokens_out);
+		if (ev->route != NULL && ev->tokens_cached >= 0)
+			kv_u64(&o, json, "tokens_cached",
+			    (uint64_t)ev->tokens_cached);
 		kv_str(&o, json, "end", ev->end);
 		kv_str(&o, json, "sni", ev->sni);
 		break;

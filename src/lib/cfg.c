@@ -22,6 +22,8 @@
 #include "host.h"
 #include "inilex.h"
 #include "policy.h"
+#include "reason.h"
+#include "route.h"
 #include "shared.h"
 
 #define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */
@@ -43,7 +45,10 @@ enum ktype {
 	K_PORTS,		/* list of ports */
 	K_DNS,			/* list of IP[:port] */
 	K_PHASE,		/* the initial phase's name */
-	K_ALLOW			/* list of patterns (phase section) */
+	K_ALLOW,		/* list of patterns (phase section) */
+	K_HINT,			/* printable text, at most EG_HINT_MAX */
+	K_BYTES,		/* a byte size: N, NK, NM or NG (1024s) */
+	K_COUNT			/* decimal, 64 bits */
 };
 
 enum ksect { KS_PROXY, KS_PHASE };
@@ -124,7 +129,12 @@ static const char *const mode_choices[] = { "enforce", "report", NULL };
 	X(KS_PROXY, "checkpoint_interval", K_SECONDS, 1, 86400,		\
 	    C(checkpoint_interval_ms), 0, NULL)				\
 	X(KS_PHASE, "allow", K_ALLOW, 0, 0, 0, KF_REPEAT, NULL)		\
-	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)
+	X(KS_PHASE, "mode", K_ENUM, 0, 0, P(report), 0, mode_choices)	\
+	X(KS_PHASE, "hint", K_HINT, 0, 0, P(hint), 0, NULL)		\
+	X(KS_PHASE, "budget_up", K_BYTES, 0, 0, P(budget_up), 0, NULL)	\
+	X(KS_PHASE, "budget_down", K_BYTES, 0, 0, P(budget_down), 0, NULL) \
+	X(KS_PHASE, "budget_requests", K_COUNT, 0, 0, P(budget_requests), \
+	    0, NULL)
 
 #define KEY_ROW(s, n, t, lo, hi, o, f, c)	{ s, n, t, lo, hi, o, f, c },
 #define KEY_NAME(s, n, t, lo, hi, o, f, c)	n,
@@ -141,7 +151,8 @@ enum sect {
 	SECT_HOSTS,
 	SECT_PHASE,
 	SECT_MODULE,		/* [NAME] of a compiled-in module */
-	SECT_SESSION		/* [session:NAME] */
+	SECT_SESSION,		/* [session:NAME] */
+	SECT_ROUTE		/* [route:NAME] (routecfg.c) */
 };
 
 /*
@@ -256,6 +267,36 @@ parse_uint(const char *s, size_t len, unsigned long max, unsigned long *out)
 	if (v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/*
+ * A byte size (K_BYTES: digits, then K, M or G for powers of 1024) or a
+ * count (digits only), at most 2^62.  0 or -1.
+ */
+static int
+parse_size(const char *s, size_t len, int suffix, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	size_t i;
+
+	if (suffix && len > 1) {
+		switch (s[len - 1]) {
+		case 'K': case 'k': mul = 1024; len--; break;
+		case 'M': case 'm': mul = 1024 * 1024; len--; break;
+		case 'G': case 'g': mul = 1024 * 1024 * 1024; len--; break;
+		}
+	}
+	if (len == 0 || len > 19)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > (UINT64_C(1) << 62) / mul)
+		return -1;
+	*out = v * mul;
 	return 0;
 }
 
@@ -488,6 +529,24 @@ add_allow(struct parse *ps, struct eg_phase *ph, const char *val)
 	int rc = 0;
 
 	while (next_item(&p, &it, &len)) {
+		if (len > 6 && memcmp(it, "route:", 6) == 0) {
+			char **nr;
+			int *nl;
+
+			nr = eg_reallocarray(ph->routes, ph->nroutes + 1,
+			    sizeof(*nr));
+			if (nr != NULL)
+				ph->routes = nr;
+			nl = eg_reallocarray(ph->route_lines, ph->nroutes + 1,
+			    sizeof(*nl));
+			if (nl != NULL)
+				ph->route_lines = nl;
+			if (nr == NULL || nl == NULL || (nr[ph->nroutes] =
+			    eg_strndup(it + 6, len - 6)) == NULL)
+				return perr(ps, "out of memory");
+			nl[ph->nroutes++] = ps->ini.line;
+			continue;
+		}
 		if (eg_rule_parse(it, len, &r, &e) == -1) {
 			rc = perr(ps, "%s", e.msg);
 			continue;
@@ -548,6 +607,17 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 	case K_STR:
 		if (k->sect == KS_PROXY && k->off == C(audit_log))
 			ps->cfg->audit_log_set = 1;
+		/* a signing key others may read is refused as the admin token
+		 * is (a missing one is the start's error, as before) */
+		if (k->sect == KS_PROXY && k->off == C(audit_key)) {
+			char q[400], why[512];
+			struct stat st;
+
+			if (stat(val, &st) == 0 && eg_secret_mode_why(&st, val,
+			    "the private key", why, sizeof(why)) != NULL)
+				return perr(ps, "%s %s: %s", k->name,
+				    quote(val, len, q, sizeof(q)), why);
+		}
 		return set_str(ps, (char **)(void *)(b + k->off), val);
 	case K_PHASE:
 		if (!eg_phase_name_ok(val, len))
@@ -607,6 +677,34 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 		return set_dns(ps, k, val);
 	case K_ALLOW:
 		return add_allow(ps, base, val);
+	case K_HINT:
+		if (len > EG_HINT_MAX)
+			return bad_value(ps, k, val, "longer than 256 bytes");
+		for (i = 0; i < len; i++)
+			if ((unsigned char)val[i] < 0x20 ||
+			    (unsigned char)val[i] >= 0x7f)
+				return bad_value(ps, k, val, "only printable "
+				    "ASCII text");
+		return set_str(ps, (char **)(void *)(b + k->off), val);
+	case K_BYTES:
+	case K_COUNT: {
+		/* a uint64_t; a phase's budgets also mark themselves set */
+		uint64_t u;
+		struct eg_phase *ph = base;
+
+		if (parse_size(val, len, k->type == K_BYTES, &u) == -1)
+			return bad_value(ps, k, val, k->type == K_BYTES ?
+			    "expected a size such as 500K, 50M or 2G" :
+			    "expected a number");
+		*(uint64_t *)(void *)(b + k->off) = u;
+		if (k->sect == KS_PHASE && k->off == P(budget_up))
+			ph->budget_has |= EG_BUDGET_UP;
+		else if (k->sect == KS_PHASE && k->off == P(budget_down))
+			ph->budget_has |= EG_BUDGET_DOWN;
+		else if (k->sect == KS_PHASE && k->off == P(budget_requests))
+			ph->budget_has |= EG_BUDGET_REQ;
+		return 0;
+	}
 	}
 	return -1;
 }
@@ -754,6 +852,17 @@ section_start(void *arg, const char *name, size_t len)
 		np->line = ps->ini.line;
 		ps->phase = cfg->nphases++;
 		ps->sect = SECT_PHASE;
+		return;
+	}
+	if (len >= 6 && memcmp(name, "route:", 6) == 0) {
+		char msg[EG_ERR_MSGLEN];
+
+		if (eg_route_section(cfg, name + 6, len - 6, ps->ini.line,
+		    msg, sizeof(msg)) == -1) {
+			perr(ps, "%s", msg);
+			return;
+		}
+		ps->sect = SECT_ROUTE;
 		return;
 	}
 	if (len >= 8 && memcmp(name, "session:", 8) == 0) {
@@ -963,6 +1072,14 @@ cfg_handler(void *arg, const char *section, const char *name,
 	case SECT_SESSION:
 		session_entry(ps, ps->ini.key, value);
 		return 1;
+	case SECT_ROUTE: {
+		char msg[EG_ERR_MSGLEN];
+
+		if (eg_route_key(&ps->cfg->routes[ps->cfg->nroutes - 1],
+		    ps->ini.key, value, ps->ini.line, msg, sizeof(msg)) == -1)
+			perr(ps, "%s", msg);
+		return 1;
+	}
 	case SECT_PROXY:
 	case SECT_PHASE:
 		break;
@@ -1176,6 +1293,26 @@ eg_cfg_parse(const char *text, size_t len, const char *fname,
 	for (i = 0; i < cfg->nphases; i++)
 		if (eg_phase_finish(&cfg->phases[i]) == -1)
 			perr_at(&ps, cfg->phases[i].line, "out of memory");
+	/* routes: their trust and values; every route:NAME a phase allows */
+	for (i = 0; i < cfg->nroutes; i++) {
+		char msg[EG_ERR_MSGLEN];
+		int rline;
+
+		if (eg_route_finish(&cfg->routes[i], msg, sizeof(msg),
+		    &rline) == -1)
+			perr_at(&ps, rline, "%s", msg);
+	}
+	for (i = 0; i < cfg->nphases; i++) {
+		const struct eg_phase *ph = &cfg->phases[i];
+		size_t j;
+
+		for (j = 0; j < ph->nroutes; j++)
+			if (eg_cfg_route(cfg, ph->routes[j],
+			    strlen(ph->routes[j])) == NULL)
+				perr_at(&ps, ph->route_lines[j], "route '%s' "
+				    "does not exist (no [route:%s] section)",
+				    ph->routes[j], ph->routes[j]);
+	}
 	pins_finish(&ps);
 	eg_free(ps.pin_line);
 	eg_ini_clear(&ps.ini);
@@ -1375,6 +1512,7 @@ eg_cfg_unref(struct eg_cfg *cfg)
 		eg_free(cfg->sessions[i].phase);
 	}
 	eg_free(cfg->sessions);
+	eg_routes_free(cfg->routes, cfg->nroutes);
 	for (i = 0; i < EG_MODULES_MAX; i++)
 		if (cfg->mod_cfg_owner[i] != NULL &&
 		    cfg->mod_cfg_owner[i]->config_free != NULL)

@@ -88,6 +88,7 @@ struct eg_cfg {
 	struct eg_pin	*pins;		size_t npins;
 	struct eg_phase	*phases;	size_t nphases;
 	struct eg_cfg_session *sessions;	size_t nsessions;
+	struct eg_route	*routes;	size_t nroutes;	/* route.h */
 
 	/* per eg_module_table index: what the module's config() built
 	   from its [NAME] section, and the module that frees it */

@@ -34,6 +34,8 @@ enum eg_cstate {
 	EG_CS_SNI,		/* holding client bytes for the ClientHello */
 	EG_CS_TUNNEL,		/* relaying both ways; idle_timeout */
 	EG_CS_FORWARD,		/* plain HTTP: request and response relay */
+	EG_CS_ROUTE,		/* a route: TLS handshake, then the relay
+				   (route.c); connect_timeout, idle_timeout */
 	EG_CS_LINGER,		/* refusal sent; draining the client */
 	EG_CS_DEAD		/* unlinked; on the worker's dead list */
 };
@@ -94,9 +96,15 @@ struct fwd {
 	int64_t		 resp_left;
 	struct eg_chunk	 resp_chunk;
 	int		 resp_chunked, keepalive, is_head;
-	size_t		 rlen;
+	int		 resp_extra;	/* bytes past the response: the
+					   upstream is not reused */
+	int		 interim;	/* a 1xx was passed on */
+	size_t		 rlen, rcap;
+	size_t		 retry_len;	/* the request head kept at
+					   rbuf + rcap for one retry (0: none) */
 	struct eg_resp	 resp;
-	uint8_t		 rbuf[];	/* response head, max_header_bytes */
+	uint8_t		 rbuf[];	/* response head (rcap =
+					   max_header_bytes), then retry_len */
 };
 
 struct eg_conn {
@@ -123,6 +131,8 @@ struct eg_conn {
 	struct eg_target	 t;		/* the request's target and
 						   its decision */
 	int			 kept;		/* plain HTTP: between requests */
+	int			 reused;	/* plain HTTP: the upstream came
+						   from the worker's pool */
 	const char		*method;	/* static or in h */
 	int			 dns_pending, dns_done, in_step;
 	uint32_t		 uev;		/* upstream events for CONNECTING */
@@ -140,7 +150,19 @@ struct eg_conn {
 	int			 close_after;	/* close once u2c is flushed */
 	int			 nosplice;	/* copy, do not splice */
 	enum eg_end		 end;		/* tunnel: the side that ended first */
+	/* budget lease (conn.c): c->up and c->down past their marks are
+	   folded into the session's counts; UINT64_MAX: no byte budget */
+	uint64_t		 bup_mark, bdown_mark;
+	uint64_t		 bup_base, bdown_base;	/* folded so far */
+	uint64_t		 bepoch;	/* the count it leased from */
+	int			 bleased;
 	char			 sni[256];
+
+	/* credential routes (route.c) */
+	struct eg_rt		*rt;		/* the route request in hand */
+	struct eg_tls		*tls;		/* c->uio's TLS, if https */
+	const struct eg_route	*uroute;	/* c->uio kept alive for it */
+	struct eg_cfg		*ucfg;		/* the snapshot it lives in */
 	/* egressd's own relay (option unix_relay): its handoff is read
 	 * first (conn.c), then the client's TCP socket it passed replaces
 	 * the Unix one; pid and exe name the process that connected */
@@ -149,6 +171,10 @@ struct eg_conn {
 	char			 rpid[12];
 	char			*rexe;		/* eg_malloc'd, or NULL */
 };
+
+/* Has the connection passed a budget mark (eg_conn_budget_check() due)? */
+#define EG_BUDGET_DUE(c)						\
+	((c)->up > (c)->bup_mark || (c)->down > (c)->bdown_mark)
 
 /* conn.c */
 /*
@@ -161,10 +187,33 @@ struct eg_conn {
 void	eg_conn_set_state(struct eg_conn *, enum eg_cstate);
 /* CLOSE line if owed, close both sockets, unlink; freed after the batch. */
 void	eg_conn_close(struct eg_conn *, enum eg_end);
+/*
+ * Policy close (end=phase_change, session_closed, reload, budget): both
+ * sockets are reset (SO_LINGER {1, 0}), not closed with a FIN, so that a
+ * client in the middle of a transfer sees an error, then the connection
+ * is closed as eg_conn_close() does.
+ */
+void	eg_conn_policy_close(struct eg_conn *, enum eg_end);
+/* After EG_BUDGET_DUE(): fold the bytes into the session's counts; 0, or
+ * -1 when a byte budget is crossed: then the connection is reset and
+ * closed (end=budget). */
+int	eg_conn_budget_check(struct eg_conn *);
+/* For route.c, with egress.lock held: a request about to be allowed
+ * takes one of budget_requests, or is refused (its BLOCK line written,
+ * the 429's body in body: 1); then the lease on the byte budgets. */
+int	eg_conn_budget_refused_locked(struct eg_conn *, char *body,
+	    size_t len);
+void	eg_conn_budget_lease_locked(struct eg_conn *);
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
 unsigned eg_conn_idle_ms(const struct eg_conn *);
 /* After a plain-HTTP response: CLOSE, then HEAD for the next request. */
 void	eg_conn_reset_for_next(struct eg_conn *);
+/*
+ * Plain HTTP, after its ALLOW: close the upstream and connect afresh to
+ * the request's checked addresses (CONNECTING, then FORWARD with what c2u
+ * holds).  0, or -1 with no candidate left (the upstream closed).
+ */
+int	eg_conn_reconnect(struct eg_conn *);
 
 /* tunnel.c */
 int	eg_pend_busy(const struct pend *);
@@ -175,6 +224,33 @@ int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
 enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
+
+/* conn.c, for route.c: the refusal and failure paths of every request */
+void	eg_conn_refuse(struct eg_conn *, enum eg_reason, int status,
+	    const char *body);
+void	eg_conn_deny(struct eg_conn *, enum egress_event_type,
+	    enum eg_reason, int status, const char *body);
+void	eg_conn_fail(struct eg_conn *, enum eg_reason);
+void	eg_conn_event(struct eg_conn *, struct eg_event *,
+	    enum egress_event_type);
+/* Decided: the target's addresses (pinned, literal or DNS), then
+ * RESOLVING. */
+void	eg_conn_resolve(struct eg_conn *);
+
+/* route.c */
+/* After a parsed head: 1 if it is a route's (taken), else 0. */
+int	eg_route_head(struct eg_conn *);
+/* The upstream is connected (RESOLVING/CONNECTING led here). */
+void	eg_route_connected(struct eg_conn *);
+enum eg_io_st eg_route_do(struct eg_conn *);
+void	eg_route_interest(struct eg_conn *, uint32_t *ce, uint32_t *ue);
+int	eg_route_handshaking(const struct eg_conn *);
+/* Route fields of an audit event (NULL-safe). */
+void	eg_route_event(const struct eg_conn *, struct eg_event *);
+/* Frees the route request and the kept upstream's TLS. */
+void	eg_route_free(struct eg_conn *);
+/* The client connection ends: a kept upstream goes to the worker's pool. */
+void	eg_route_release(struct eg_conn *);
 
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);

@@ -29,11 +29,13 @@
 #include "policy.h"
 #include "proxy.h"
 #include "relayhdr.h"
+#include "reason.h"
 #include "reqparse.h"
 #include "select.h"
 #include "session.h"
 #include "sni.h"
 #include "tcpopt.h"
+#include "upool.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #define CONNPOOL_MAX	0		/* ASan sees every use after free */
@@ -45,20 +47,13 @@
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 
-const char *const eg_reason_name[] = {
-	"-", "not_allowed", "port_not_allowed", "private_address",
-	"bad_request", "timeout", "dns_failure", "connect_failed",
-	"connect_timeout", "too_many_connections", "loop", "shutdown",
-	"audit_failed"
-};
-
+/* (the reasons' names: reason.c) */
 const char *const eg_end_name[] = {
 	"-", "client_closed", "upstream_closed", "idle_timeout",
 	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
-	"session_closed"
+	"session_closed", "budget"
 };
 
-_Static_assert(nitems(eg_reason_name) == EG_R_COUNT, "eg_reason_name");
 _Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
 
 static void	conn_step(struct eg_conn *);
@@ -125,6 +120,7 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		case EG_CS_SNI:
 		case EG_CS_TUNNEL:
 		case EG_CS_FORWARD:
+		case EG_CS_ROUTE:
 			/* no probing read: level-triggered epoll reports
 			 * bytes that are already waiting as soon as interest
 			 * is set */
@@ -141,6 +137,15 @@ eg_conn_set_state(struct eg_conn *c, enum eg_cstate to)
 		break;
 	case EG_CS_CONNECTING:
 		eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+		break;
+	case EG_CS_ROUTE:
+		if (eg_route_handshaking(c)) {
+			eg_timer_arm(loop, &c->tmo, c->cfg->connect_timeout_ms);
+			break;
+		}
+		idle = eg_conn_idle_ms(c);
+		el = eg_loop_now(loop) - c->last;
+		eg_timer_arm(loop, &c->tmo, el < idle ? idle - el : 0);
 		break;
 	case EG_CS_SNI:
 		if (eg_buf_len(&c->c2u.b) > 0) {
@@ -198,6 +203,9 @@ conn_interest(struct eg_conn *c)
 	case EG_CS_REPLYING:
 		ce = EPOLLOUT;
 		break;
+	case EG_CS_ROUTE:
+		eg_route_interest(c, &ce, &ue);
+		break;
 	case EG_CS_SNI:
 	case EG_CS_TUNNEL:
 	case EG_CS_FORWARD:
@@ -238,53 +246,46 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 		ev->host = c->t.host.name;
 		ev->port = c->t.port;
 	}
+	eg_route_event(c, ev);
 }
 
 /*
- * Write the reply for a refusal.  The audit line is already written; the
- * reply goes out, then the write side is shut and the client drained
- * (so the reply is not lost to a reset).
+ * Queue reply (n bytes) as the last thing the client gets: the upstream
+ * goes, and the client's further bytes are not read into a tunnel.  The
+ * reply goes out, then the write side is shut and the client drained (so
+ * the reply is not lost to a reset).
  */
 static void
-conn_refuse(struct eg_conn *c, int status, const char *verdict,
-    const char *body)
+conn_reply_close(struct eg_conn *c, const void *reply, size_t n)
 {
-	static const struct { int code; const char *text; } st[] = {
-		{ 400, "Bad Request" }, { 403, "Forbidden" },
-		{ 408, "Request Timeout" }, { 431,
-		    "Request Header Fields Too Large" },
-		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
-		{ 504, "Gateway Timeout" }
-	};
-	const char *text = "Error";
-	char reply[1024];
-	size_t i;
-	int n;
-
-	for (i = 0; i < nitems(st); i++)
-		if (st[i].code == status)
-			text = st[i].text;
-	n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "X-Egressd-Verdict: %s\r\nContent-Length: %zu\r\n\r\n%s\n",
-	    status, text, verdict, strlen(body) + 1, body);
-	if (n < 0 || (size_t)n >= sizeof(reply))
-		n = snprintf(reply, sizeof(reply), "HTTP/1.1 %d %s\r\n"
-		    "Connection: close\r\nContent-Length: 0\r\n\r\n",
-		    status, text);
 	if (c->uio.fd != -1) {
 		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
 	eg_pend_release(c, &c->c2u);
-	if (eg_pend_append(c, &c->u2c, reply, (size_t)n) == -1)
+	if (eg_pend_append(c, &c->u2c, reply, n) == -1)
 		/* no buffer (out of memory): say it at once, as far as
 		 * the socket takes it; the linger follows as usual */
-		(void)send(c->cio.fd, reply, (size_t)n,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)send(c->cio.fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->close_after = 1;
 	eg_conn_set_state(c, EG_CS_REPLYING);
+}
+
+/*
+ * Write the reply for a refusal (reason.c: its status line with the body's
+ * text as the phrase, X-Egressd-Verdict and -Reason, the body).  The audit
+ * line is already written.  status 0: the reason's usual one.
+ */
+static void
+conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
+    const char *body)
+{
+	char reply[EG_REFUSAL_MAX];
+	size_t n;
+
+	n = eg_refusal_reply(reply, sizeof(reply), r, status, body);
+	conn_reply_close(c, reply, n);
 }
 
 /*
@@ -314,7 +315,7 @@ conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
 	pthread_rwlock_rdlock(&c->ex->lock);
 	conn_deny_locked(c, t, r);
 	pthread_rwlock_unlock(&c->ex->lock);
-	conn_refuse(c, status, t == EGRESS_EV_FAIL ? "FAIL" : "BLOCK", body);
+	conn_refuse(c, r, status, body);
 }
 
 /*
@@ -374,21 +375,231 @@ conn_policy_deny_locked(struct eg_conn *c, enum eg_match m)
 	    EG_R_PORT_NOT_ALLOWED : EG_R_NOT_ALLOWED);
 }
 
-/* The 403 of a policy refusal; phase lives in c->cfg, which c holds. */
+/* The 403 of a policy refusal; phase lives in c->cfg, which c holds.
+ * A not_allowed refusal carries the phase's hint. */
 static void
 conn_policy_reply(struct eg_conn *c, enum eg_match m,
     const struct eg_phase *ph)
 {
-	char body[512];
+	char body[EG_HOST_MAX + EG_HINT_MAX + 256];
 
-	if (m == EG_MATCH_PORT_NOT_ALLOWED)
+	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
 		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
 		    "in phase %s (port %u is not allowed for this host)",
 		    c->t.host.name, c->t.port, ph->name, c->t.port);
-	else
-		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
-		    "in phase %s", c->t.host.name, c->t.port, ph->name);
-	conn_refuse(c, 403, "BLOCK", body);
+		conn_refuse(c, EG_R_PORT_NOT_ALLOWED, 403, body);
+		return;
+	}
+	snprintf(body, sizeof(body), "egressd: %s:%u is not allowed in "
+	    "phase %s%s%s", c->t.host.name, c->t.port, ph->name,
+	    ph->hint != NULL ? ": " : "", ph->hint != NULL ? ph->hint : "");
+	conn_refuse(c, EG_R_NOT_ALLOWED, 403, body);
+}
+
+/* --- budgets ------------------------------------------------------------- */
+
+#define BUDGET_LEASE_MAX	((uint64_t)1 << 20)	/* bytes between folds */
+
+void
+eg_budget_reset(struct eg_budget *b)
+{
+	b->epoch++;
+	__atomic_store_n(&b->up, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->down, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->spent, 0, __ATOMIC_RELAXED);
+}
+
+int
+eg_budget_changed(const struct eg_phase *a, const struct eg_phase *b)
+{
+	return a->budget_has != b->budget_has ||
+	    a->budget_up != b->budget_up || a->budget_down != b->budget_down ||
+	    a->budget_requests != b->budget_requests;
+}
+
+/* The budgets of ph that b has spent, as EG_BUDGET_* bits: a byte count
+ * past its limit, or as many requests as allowed.  Caller holds the lock. */
+static unsigned
+budget_spent(const struct eg_phase *ph, struct eg_budget *b)
+{
+	unsigned k = 0;
+
+	if ((ph->budget_has & EG_BUDGET_UP) &&
+	    __atomic_load_n(&b->up, __ATOMIC_RELAXED) > ph->budget_up)
+		k |= EG_BUDGET_UP;
+	if ((ph->budget_has & EG_BUDGET_DOWN) &&
+	    __atomic_load_n(&b->down, __ATOMIC_RELAXED) > ph->budget_down)
+		k |= EG_BUDGET_DOWN;
+	if ((ph->budget_has & EG_BUDGET_REQ) &&
+	    __atomic_load_n(&b->req, __ATOMIC_RELAXED) >= ph->budget_requests)
+		k |= EG_BUDGET_REQ;
+	return k;
+}
+
+/* Count the budgets in k as spent, once per count (the metric). */
+static void
+budget_note_spent(struct egress *ex, struct eg_budget *b, unsigned k)
+{
+	unsigned was = __atomic_fetch_or(&b->spent, k, __ATOMIC_RELAXED);
+
+	for (k &= ~was; k != 0; k &= k - 1)
+		eg_metrics_budget_exhausted(ex->metrics);
+}
+
+static uint64_t
+budget_lease(uint64_t used, uint64_t limit)
+{
+	if (used >= limit)
+		return 0;
+	return limit - used < BUDGET_LEASE_MAX ? limit - used :
+	    BUDGET_LEASE_MAX;
+}
+
+/*
+ * A lease on the session's byte budgets (caller holds the lock): the
+ * connection moves up to what is left (at most BUDGET_LEASE_MAX) before
+ * it folds its bytes in; one more byte than the limit crosses it.
+ */
+static void
+conn_budget_lease_locked(struct eg_conn *c)
+{
+	const struct eg_phase *ph = c->sess->phase;
+	struct eg_budget *b = &c->sess->bud;
+
+	c->bup_base = c->up;
+	c->bdown_base = c->down;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
+	c->bleased = 0;
+	if (ph == NULL || !(ph->budget_has & (EG_BUDGET_UP | EG_BUDGET_DOWN)))
+		return;
+	c->bleased = 1;
+	c->bepoch = b->epoch;
+	if (ph->budget_has & EG_BUDGET_UP)
+		c->bup_mark = c->up + budget_lease(__atomic_load_n(&b->up,
+		    __ATOMIC_RELAXED), ph->budget_up);
+	if (ph->budget_has & EG_BUDGET_DOWN)
+		c->bdown_mark = c->down + budget_lease(__atomic_load_n(
+		    &b->down, __ATOMIC_RELAXED), ph->budget_down);
+}
+
+/*
+ * Fold the bytes moved since the last fold into the session's counts
+ * (caller holds the lock), unless the count was reset meanwhile (they
+ * belong to the old one).  Returns the byte budgets now crossed.
+ */
+static unsigned
+conn_budget_fold_locked(struct eg_conn *c)
+{
+	struct eg_budget *b = &c->sess->bud;
+	unsigned k;
+
+	if (!c->bleased)
+		return 0;
+	c->bleased = 0;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
+	if (c->bepoch != b->epoch)
+		return 0;
+	__atomic_add_fetch(&b->up, c->up - c->bup_base, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->down, c->down - c->bdown_base,
+	    __ATOMIC_RELAXED);
+	c->bup_base = c->up;
+	c->bdown_base = c->down;
+	k = budget_spent(c->sess->phase, b) & (EG_BUDGET_UP | EG_BUDGET_DOWN);
+	if (k != 0)
+		budget_note_spent(c->ex, b, k);
+	return k;
+}
+
+/* Fold what is left, outside the lock (the connection ends or its
+ * plain-HTTP request is done). */
+static void
+conn_budget_fold(struct eg_conn *c)
+{
+	if (!c->bleased)
+		return;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	(void)conn_budget_fold_locked(c);
+	pthread_rwlock_unlock(&c->ex->lock);
+}
+
+int
+eg_conn_budget_check(struct eg_conn *c)
+{
+	unsigned k;
+
+	pthread_rwlock_rdlock(&c->ex->lock);
+	if ((k = conn_budget_fold_locked(c)) == 0)
+		conn_budget_lease_locked(c);
+	pthread_rwlock_unlock(&c->ex->lock);
+	if (k == 0)
+		return 0;
+	eg_conn_policy_close(c, EG_END_BUDGET);
+	return -1;
+}
+
+/* "2G = " for a limit that is a whole number of K, M or G, else "". */
+static void
+budget_size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char unit[] = "GMK";
+	unsigned i;
+
+	buf[0] = '\0';
+	for (i = 0; i < 3 && v != 0; i++) {
+		uint64_t u = (uint64_t)1 << (10 * (3 - i));
+
+		if (v % u == 0) {
+			snprintf(buf, len, "%llu%c = ",
+			    (unsigned long long)(v / u), unit[i]);
+			return;
+		}
+	}
+}
+
+/*
+ * A request of a session whose budget is spent (caller holds the lock):
+ * the BLOCK line, and the 429's body into body.  0 when nothing is
+ * spent.  With count, an ALLOW is about to be written: it takes one of
+ * budget_requests (exactly N are allowed).
+ */
+static int
+conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
+    size_t len)
+{
+	const struct eg_phase *ph = c->sess->phase;
+	struct eg_budget *b = &c->sess->bud;
+	unsigned k;
+	uint64_t n, lim;
+	char sz[32];
+
+	if (ph == NULL || ph->budget_has == 0)
+		return 0;
+	k = budget_spent(ph, b);
+	if (k == 0 && count && (ph->budget_has & EG_BUDGET_REQ)) {
+		n = __atomic_add_fetch(&b->req, 1, __ATOMIC_RELAXED);
+		if (n > ph->budget_requests) {
+			__atomic_sub_fetch(&b->req, 1, __ATOMIC_RELAXED);
+			k = EG_BUDGET_REQ;
+		}
+	}
+	if (k == 0)
+		return 0;
+	budget_note_spent(c->ex, b, k);
+	if (k & (EG_BUDGET_UP | EG_BUDGET_DOWN)) {
+		lim = k & EG_BUDGET_UP ? ph->budget_up : ph->budget_down;
+		budget_size_text(lim, sz, sizeof(sz));
+		snprintf(body, len, "egressd: %s:%u is refused: %s of phase %s "
+		    "is spent (limit %s%llu bytes)", c->t.host.name, c->t.port,
+		    k & EG_BUDGET_UP ? "budget_up" : "budget_down", ph->name,
+		    sz, (unsigned long long)lim);
+	} else
+		snprintf(body, len, "egressd: %s:%u is refused: "
+		    "budget_requests of phase %s is spent (limit %llu "
+		    "requests)", c->t.host.name, c->t.port, ph->name,
+		    (unsigned long long)ph->budget_requests);
+	conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_BUDGET);
+	return 1;
 }
 
 /*
@@ -425,7 +636,7 @@ conn_allow(struct eg_conn *c)
 {
 	struct eg_event ev;
 	enum eg_match m;
-	char body[EG_HOST_MAX + 64];
+	char body[EG_HOST_MAX + 256];
 
 	if (c->decided)
 		EG_BUG(c->ex, "a second verdict on one connection");
@@ -435,6 +646,11 @@ conn_allow(struct eg_conn *c)
 		conn_policy_deny_locked(c, m);
 		pthread_rwlock_unlock(&c->ex->lock);
 		conn_policy_reply(c, m, c->t.phase);
+		return -1;
+	}
+	if (conn_budget_refused_locked(c, 1, body, sizeof(body))) {
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_refuse(c, EG_R_BUDGET, 429, body);
 		return -1;
 	}
 	conn_event(c, &ev, EGRESS_EV_ALLOW);
@@ -451,9 +667,10 @@ conn_allow(struct eg_conn *c)
 		pthread_rwlock_unlock(&c->ex->lock);
 		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
 		    "audit log is failing", c->t.host.name, c->t.port);
-		conn_refuse(c, 503, "BLOCK", body);
+		conn_refuse(c, EG_R_AUDIT_FAILED, 503, body);
 		return -1;
 	}
+	conn_budget_lease_locked(c);
 	pthread_rwlock_unlock(&c->ex->lock);
 	c->decided = 1;
 	c->allowed = 1;
@@ -674,6 +891,28 @@ conn_do_relay(struct eg_conn *c)
 	return EG_IO_OK;
 }
 
+/*
+ * A TLS record where a request head should be: a client was told to
+ * use an https:// proxy.  It gets the TLS alert protocol_version (it
+ * speaks TLS, not HTTP) and the log a BLOCK tls_to_proxy whose host is
+ * "-", not the ClientHello's bytes.
+ */
+static void
+conn_tls_to_proxy(struct eg_conn *c)
+{
+	/* alert record, TLS 1.0 framing: fatal (2), protocol_version (70) */
+	static const uint8_t alert[] = { 0x15, 0x03, 0x01, 0x00, 0x02, 0x02,
+	    0x46 };
+
+	c->t.host.len = 0;
+	c->t.host.name[0] = '\0';
+	c->t.port = 0;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_TLS_TO_PROXY);
+	pthread_rwlock_unlock(&c->ex->lock);
+	conn_reply_close(c, alert, sizeof(alert));
+}
+
 static enum eg_io_st
 conn_do_head(struct eg_conn *c)
 {
@@ -696,6 +935,11 @@ conn_do_head(struct eg_conn *c)
 				goto more;	/* not decided yet */
 			conn_bad(c, 400, "a PROXY protocol header is "
 			    "accepted only from egressd's own relay");
+			return EG_IO_OK;
+		}
+		/* a TLS handshake record (0x16): no method begins so */
+		if (h->len > 0 && h->buf[0] == 0x16) {
+			conn_tls_to_proxy(c);
 			return EG_IO_OK;
 		}
 		if (h->len > 0) {
@@ -750,6 +994,8 @@ more:
 	}
 	h->req.head_len = hl;
 	c->method = h->req.method;
+	if (eg_route_head(c))
+		return EG_IO_OK;
 	c->t.host = h->req.host;
 	c->t.port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
@@ -777,6 +1023,8 @@ conn_decide(struct eg_conn *c)
 	struct eg_target *t = &c->t;
 	enum eg_match m;
 
+	char body[EG_HOST_MAX + 256];
+
 	pthread_rwlock_rdlock(&c->ex->lock);
 	m = conn_match(c);
 	if (m != EG_MATCH_ALLOW) {
@@ -785,7 +1033,20 @@ conn_decide(struct eg_conn *c)
 		conn_policy_reply(c, m, t->phase);
 		return;
 	}
+	if (conn_budget_refused_locked(c, 0, body, sizeof(body))) {
+		pthread_rwlock_unlock(&c->ex->lock);
+		conn_refuse(c, EG_R_BUDGET, 429, body);
+		return;
+	}
 	pthread_rwlock_unlock(&c->ex->lock);
+	eg_conn_resolve(c);
+}
+
+void
+eg_conn_resolve(struct eg_conn *c)
+{
+	struct eg_target *t = &c->t;
+
 	t->addrs = c->h->addrs;
 	t->ai = 0;
 	/* operator-written addresses are trusted; a report-mode pass is not */
@@ -922,11 +1183,15 @@ conn_fail(struct eg_conn *c, enum eg_reason r)
 	}
 }
 
+static void	conn_connected(struct eg_conn *);
+
 static enum eg_io_st
 conn_do_resolving(struct eg_conn *c)
 {
 	struct eg_ownaddr *own;
 	enum eg_select sel;
+	size_t i;
+	int fd;
 
 	if (!c->dns_done)
 		return EG_IO_AGAIN;
@@ -950,6 +1215,19 @@ conn_do_resolving(struct eg_conn *c)
 		conn_fail(c, EG_R_PRIVATE_ADDRESS);
 		return EG_IO_OK;
 	}
+	/* plain HTTP: an idle upstream of this session, to this host and
+	 * port at an address just checked, is as good as a new one */
+	if (c->h->req.form == EG_REQ_ABSOLUTE && (fd = eg_upool_get(
+	    &c->w->upool, c->sess, EG_UPOOL_HTTP, &c->t.host, c->t.port,
+	    c->t.addrs, c->t.naddr, &i)) != -1) {
+		c->t.ai = i + 1;
+		sa_text(&c->t.addrs[i], c->t.addr, sizeof(c->t.addr));
+		eg_io_set_fd(&c->uio, fd);
+		c->u2c.rd = c->u2c.hup = 0;
+		c->reused = 1;
+		conn_connected(c);
+		return EG_IO_OK;
+	}
 	c->t_start = eg_clock_us();
 	if (conn_connect_next(c) != EG_IO_OK) {
 		conn_fail(c, EG_R_CONNECT_FAILED);
@@ -959,11 +1237,32 @@ conn_do_resolving(struct eg_conn *c)
 	return EG_IO_AGAIN;
 }
 
+int
+eg_conn_reconnect(struct eg_conn *c)
+{
+	if (c->uio.fd != -1) {
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	c->reused = 0;
+	c->t.ai = 0;
+	c->t_start = eg_clock_us();
+	if (conn_connect_next(c) != EG_IO_OK)
+		return -1;
+	eg_conn_set_state(c, EG_CS_CONNECTING);
+	return 0;
+}
+
 static void
 conn_connected(struct eg_conn *c)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+	if (c->rt != NULL) {
+		eg_route_connected(c);
+		return;
+	}
 	if (conn_allow(c) == -1)
 		return;
 	if (c->h->req.form == EG_REQ_ABSOLUTE) {
@@ -1003,6 +1302,12 @@ conn_do_connecting(struct eg_conn *c)
 	if (err == 0) {
 		eg_metrics_observe(c->ex->metrics, EG_HIST_CONNECT,
 		    eg_clock_us() - c->t_start);
+		if (c->allowed) {
+			/* a plain-HTTP retry (eg_conn_reconnect()): its
+			 * request is queued in c2u */
+			eg_conn_set_state(c, EG_CS_FORWARD);
+			return EG_IO_OK;
+		}
 		conn_connected(c);
 		return EG_IO_OK;
 	}
@@ -1011,6 +1316,10 @@ conn_do_connecting(struct eg_conn *c)
 	c->uio.fd = -1;
 	if (conn_connect_next(c) == EG_IO_OK)
 		return EG_IO_AGAIN;	/* same state; timer keeps running */
+	if (c->allowed) {		/* a retry: the ALLOW owes a CLOSE */
+		eg_conn_close(c, EG_END_ERROR);
+		return EG_IO_CLOSED;
+	}
 	conn_fail(c, EG_R_CONNECT_FAILED);
 	return EG_IO_OK;
 }
@@ -1114,15 +1423,20 @@ conn_emit_close(struct eg_conn *c, enum eg_end end)
 void
 eg_conn_reset_for_next(struct eg_conn *c)
 {
+	conn_budget_fold(c);
 	conn_emit_close(c, EG_END_DONE);
-	eg_io_del(c->w->loop, &c->uio);
-	close(c->uio.fd);
-	c->uio.fd = -1;
+	if (c->uio.fd != -1) {		/* not given to the pool */
+		eg_io_del(c->w->loop, &c->uio);
+		close(c->uio.fd);
+		c->uio.fd = -1;
+	}
+	c->reused = 0;
 	eg_free(c->f);
 	c->f = NULL;
 	eg_pend_release(c, &c->c2u);
 	eg_pend_release(c, &c->u2c);
 	c->up = c->down = 0;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
 	c->u_eof = c->u_wshut = 0;
 	c->decided = 0;
 	c->end = EG_END_NONE;
@@ -1132,20 +1446,6 @@ eg_conn_reset_for_next(struct eg_conn *c)
 	eg_conn_set_state(c, EG_CS_HEAD);
 }
 
-/*
- * Close fd with a reset (RST), not a FIN: SO_LINGER {1, 0}.  A Unix
- * socket has no reset; egressd's own relay hands its TCP client over
- * (conn_do_relay()), so that one is reset here too.
- */
-static void
-conn_rst(int fd)
-{
-	struct linger lg = { 1, 0 };
-
-	if (fd != -1)
-		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-}
-
 void
 eg_conn_close(struct eg_conn *c, enum eg_end end)
 {
@@ -1153,14 +1453,10 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 
 	if (c->state == EG_CS_DEAD)
 		return;
+	conn_budget_fold(c);
+	eg_route_release(c);	/* an idle kept upstream: to the pool */
 	if (c->allowed)
 		conn_emit_close(c, end);
-	/* a close for policy must not look like a complete transfer */
-	if (end == EG_END_PHASE_CHANGE || end == EG_END_RELOAD ||
-	    end == EG_END_SESSION_CLOSED) {
-		conn_rst(c->cio.fd);
-		conn_rst(c->uio.fd);
-	}
 	eg_conn_set_state(c, EG_CS_DEAD);	/* stops the timer */
 	if (c->tres)
 		eg_timer_unreserve(w->loop, 1);
@@ -1199,6 +1495,22 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 	__atomic_sub_fetch(&c->ex->active, 1, __ATOMIC_RELAXED);
 }
 
+void
+eg_conn_policy_close(struct eg_conn *c, enum eg_end end)
+{
+	static const struct linger rst = { 1, 0 };
+
+	if (c->state == EG_CS_DEAD)
+		return;
+	if (c->cio.fd != -1)
+		(void)setsockopt(c->cio.fd, SOL_SOCKET, SO_LINGER, &rst,
+		    sizeof(rst));
+	if (c->uio.fd != -1)
+		(void)setsockopt(c->uio.fd, SOL_SOCKET, SO_LINGER, &rst,
+		    sizeof(rst));
+	eg_conn_close(c, end);
+}
+
 /* A zeroed connection: from the worker's pool, else a new one. */
 static struct eg_conn *
 conn_get(struct eg_worker *w)
@@ -1227,6 +1539,7 @@ conn_free(struct eg_conn *c)
 	conn_relay_free(c);
 	eg_free(c->rexe);
 	c->rexe = NULL;
+	eg_route_free(c);
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
 	c->sess = NULL;
@@ -1255,6 +1568,7 @@ eg_conn_pool_drain(struct eg_worker *w)
 		eg_free(h);
 	}
 	w->nheadpool = 0;
+	eg_route_pool_drain(w);
 }
 
 void
@@ -1288,6 +1602,7 @@ conn_step(struct eg_conn *c)
 		case EG_CS_SNI:		r = eg_tunnel_do_sni(c);		break;
 		case EG_CS_TUNNEL:	r = eg_tunnel_do(c);		break;
 		case EG_CS_FORWARD:	r = eg_forward_do(c);		break;
+		case EG_CS_ROUTE:	r = eg_route_do(c);		break;
 		case EG_CS_LINGER:	r = conn_do_linger(c);		break;
 		case EG_CS_NEW:
 		case EG_CS_DEAD:	r = EG_IO_CLOSED;			break;
@@ -1341,6 +1656,10 @@ conn_timeout(void *arg)
 		conn_bad(c, 408, "request headers not received in time");
 		break;
 	case EG_CS_CONNECTING:
+		if (c->allowed) {	/* a plain-HTTP retry */
+			eg_conn_close(c, EG_END_ERROR);
+			return;
+		}
 		conn_fail(c, EG_R_CONNECT_TIMEOUT);
 		break;
 	case EG_CS_SNI:
@@ -1349,6 +1668,12 @@ conn_timeout(void *arg)
 			 * header_timeout: a stalling client, not an idle one */
 			eg_conn_close(c, EG_END_ERROR);
 			return;
+		}
+		/* FALLTHROUGH */
+	case EG_CS_ROUTE:
+		if (c->state == EG_CS_ROUTE && eg_route_handshaking(c)) {
+			conn_fail(c, EG_R_CONNECT_TIMEOUT);
+			break;
 		}
 		/* FALLTHROUGH */
 	case EG_CS_TUNNEL:
@@ -1405,10 +1730,8 @@ static void
 conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
     const struct sockaddr *sa)
 {
-	static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "X-Egressd-Verdict: BLOCK\r\nContent-Length: 23\r\n\r\n"
-	    "egressd: out of memory\n";
+	char reply[EG_REFUSAL_MAX];	/* no allocation: formatted here */
+	size_t n;
 	struct eg_event ev;
 	struct eg_conn tmp;	/* only what conn_event() reads */
 
@@ -1424,7 +1747,9 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
-	(void)send(fd, reply, sizeof(reply) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = eg_refusal_reply(reply, sizeof(reply), EG_R_TOO_MANY, 503,
+	    "egressd: out of memory");
+	(void)send(fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
 	close(fd);
 }
@@ -1461,6 +1786,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	eg_io_init(&c->uio, -1, conn_uio, c);
 	c->c2u.pipe[0] = c->c2u.pipe[1] = -1;
 	c->u2c.pipe[0] = c->u2c.pipe[1] = -1;
+	c->bup_mark = c->bdown_mark = UINT64_MAX;
 	eg_timer_init(&c->tmo, conn_timeout, c);
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);
@@ -1548,17 +1874,24 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 			continue;
 		if (c->state != EG_CS_TUNNEL && c->state != EG_CS_SNI &&
 		    c->state != EG_CS_FORWARD && c->state != EG_CS_REPLYING &&
-		    !(c->state == EG_CS_HEAD && c->kept))
+		    !(c->state == EG_CS_HEAD && c->kept) &&
+		    !(c->state == EG_CS_CONNECTING && c->allowed))
 			continue;
 		host = &c->t.host;
 		port = c->t.port;
 		pthread_rwlock_rdlock(&w->ex->lock);
 		m = eg_phase_decide(sess->phase, host, port, w->ex->cfg->ports,
 		    w->ex->cfg->nports, &rule, &report);
+		if (m == EG_MATCH_ALLOW && c->allowed) {
+			/* it stays: its bytes count towards the budgets of
+			 * the session's phase now */
+			(void)conn_budget_fold_locked(c);
+			conn_budget_lease_locked(c);
+		}
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;
-		eg_conn_close(c, why);
+		eg_conn_policy_close(c, why);
 		n++;
 	}
 	return n;
@@ -1583,8 +1916,12 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 		}
 		if (c->allowed)
 			n++;
-		eg_conn_close(c, EG_END_SESSION_CLOSED);
+		if (c->allowed || c->kept)
+			eg_conn_policy_close(c, EG_END_SESSION_CLOSED);
+		else
+			eg_conn_close(c, EG_END_SESSION_CLOSED);
 	}
+	(void)eg_upool_drop(&w->upool, sess, NULL, NULL);
 	return n;
 }
 
@@ -1605,4 +1942,47 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 		}
 		eg_conn_close(c, why);
 	}
+	(void)eg_upool_drop(&w->upool, NULL, NULL, NULL);
+}
+
+/* --- for route.c ------------------------------------------------------------ */
+
+/* The refusal every request gets (conn_refuse()'s reply and linger). */
+void
+eg_conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
+    const char *body)
+{
+	conn_refuse(c, r, status, body);
+}
+
+void
+eg_conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
+    int status, const char *body)
+{
+	conn_deny(c, t, r, status, body);
+}
+
+void
+eg_conn_fail(struct eg_conn *c, enum eg_reason r)
+{
+	conn_fail(c, r);
+}
+
+int
+eg_conn_budget_refused_locked(struct eg_conn *c, char *body, size_t len)
+{
+	return conn_budget_refused_locked(c, 1, body, len);
+}
+
+void
+eg_conn_budget_lease_locked(struct eg_conn *c)
+{
+	conn_budget_lease_locked(c);
+}
+
+void
+eg_conn_event(struct eg_conn *c, struct eg_event *ev,
+    enum egress_event_type t)
+{
+	conn_event(c, ev, t);
 }

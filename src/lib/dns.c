@@ -198,6 +198,57 @@ eg_dns_set_servers(struct eg_dns *dns, const char *servers,
 	return 0;
 }
 
+/*
+ * The old channel's servers into the new one, as the CSV both ends of
+ * c-ares know (ares_set_servers_ports_csv() is in every version we
+ * support; the getter ares_get_servers_csv() only from 1.24 on, and the
+ * struct getter it replaces is deprecated in 1.34: configure picks).
+ */
+static int
+copy_servers(struct eg_dns *from, struct eg_dns *to)
+{
+#ifdef HAVE_ARES_GET_SERVERS_CSV
+	char *csv;
+	int rc;
+
+	if ((csv = ares_get_servers_csv(from->ch)) == NULL)
+		return ARES_ENOMEM;
+	rc = ares_set_servers_ports_csv(to->ch, csv);
+	ares_free_string(csv);
+	return rc;
+#else
+	struct ares_addr_port_node *list = NULL, *n;
+	char csv[2048], a[INET6_ADDRSTRLEN];
+	size_t len = 0;
+	int rc, w;
+
+	if ((rc = ares_get_servers_ports(from->ch, &list)) != ARES_SUCCESS)
+		return rc;
+	csv[0] = '\0';
+	for (n = list; n != NULL && rc == ARES_SUCCESS; n = n->next) {
+		if (inet_ntop(n->family, &n->addr, a, sizeof(a)) == NULL) {
+			rc = ARES_EBADFAMILY;
+			break;
+		}
+		/* port 0: the channel's default */
+		if (n->udp_port == 0)
+			w = snprintf(csv + len, sizeof(csv) - len, "%s%s",
+			    len > 0 ? "," : "", a);
+		else
+			w = snprintf(csv + len, sizeof(csv) - len,
+			    n->family == AF_INET6 ? "%s[%s]:%d" : "%s%s:%d",
+			    len > 0 ? "," : "", a, n->udp_port);
+		if (w < 0 || (size_t)w >= sizeof(csv) - len)
+			rc = ARES_EBADSTR;
+		else
+			len += (size_t)w;
+	}
+	ares_free_data(list);
+	return rc == ARES_SUCCESS ? ares_set_servers_ports_csv(to->ch, csv) :
+	    rc;
+#endif
+}
+
 int
 eg_dns_configure(struct eg_dns **dnsp, const char *servers,
     unsigned timeout_ms, unsigned tries, struct eg_err *err)
@@ -215,13 +266,8 @@ eg_dns_configure(struct eg_dns **dnsp, const char *servers,
 	if ((nd = eg_dns_new(dns->loop, NULL, timeout_ms, tries, err)) == NULL)
 		return -1;
 	if (servers == NULL) {
-		struct ares_addr_port_node *list = NULL;
-		int rc;
+		int rc = copy_servers(dns, nd);
 
-		rc = ares_get_servers_ports(dns->ch, &list);
-		if (rc == ARES_SUCCESS)
-			rc = ares_set_servers_ports(nd->ch, list);
-		ares_free_data(list);
 		if (rc != ARES_SUCCESS) {
 			eg_err_set(err, rc, "dns servers: %s",
 			    ares_strerror(rc));

@@ -11,10 +11,28 @@
 #include "alloc.h"
 #include "conn-int.h"
 #include "loop.h"
+#include "policy.h"
 #include "proxy.h"
 #include "reqparse.h"
+#include "session.h"
+#include "upool.h"
 
 /* --- plain HTTP ------------------------------------------------------------ */
+
+/* RFC 9110 9.2.2: a request that may be sent twice. */
+static int
+fwd_idempotent(const char *m)
+{
+	static const char *const idem[] = {
+		"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"
+	};
+	size_t i;
+
+	for (i = 0; i < nitems(idem); i++)
+		if (strcmp(m, idem[i]) == 0)
+			return 1;
+	return 0;
+}
 
 void
 eg_forward_begin(struct eg_conn *c)
@@ -24,19 +42,31 @@ eg_forward_begin(struct eg_conn *c)
 	struct fwd *f;
 	char *out = (char *)c->w->scratch;
 	ssize_t n;
-	size_t extra;
+	size_t extra, retry;
 	int64_t body;
 
-	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes);
+	/*
+	 * The upstream is asked to keep the connection (the worker's pool
+	 * takes it back after a cleanly delimited response), whatever the
+	 * client said about its own.
+	 */
+	n = eg_req_origin_head(h->buf, q, 1, out, sizeof(c->w->scratch));
+	/* a pooled upstream may have closed just as it was taken: a request
+	 * that can be sent again as it is (idempotent, no body) keeps its
+	 * head for one retry on a fresh connection */
+	retry = c->reused && n > 0 && !q->chunked && q->content_length <= 0 &&
+	    fwd_idempotent(q->method) ? (size_t)n : 0;
+	f = eg_calloc(1, sizeof(*f) + c->cfg->max_header_bytes + retry);
 	if (f == NULL) {
 		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
 	c->f = f;
+	f->rcap = c->cfg->max_header_bytes;
+	f->retry_len = retry;
+	memcpy(f->rbuf + f->rcap, out, retry);
 	f->is_head = strcmp(q->method, "HEAD") == 0;
 	f->keepalive = !q->close;
-	/* upstream always gets Connection: close: one request each */
-	n = eg_req_origin_head(h->buf, q, 0, out, sizeof(c->w->scratch));
 	/* body bytes already read with the head; with the rewritten head
 	 * they may exceed TUNBUF (at most max_header_bytes + the rewrite) */
 	extra = h->len - q->head_len;
@@ -154,7 +184,7 @@ static struct eg_io_res
 fwd_response(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
-	size_t cap = c->cfg->max_header_bytes, hl = 0, scan = 0, extra;
+	size_t cap = f->rcap, hl = 0, scan = 0, extra;
 	char *out = (char *)c->w->scratch;
 	const char *why;
 	enum eg_parse r;
@@ -209,6 +239,7 @@ fwd_response(struct eg_conn *c)
 			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
 			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			f->interim = 1;
 			f->rlen -= hl;
 			memmove(f->rbuf, f->rbuf + hl, f->rlen);
 			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
@@ -289,12 +320,16 @@ fwd_response(struct eg_conn *c)
 			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
 			if (k < 0)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			if (k < n)	/* past the last chunk */
+				f->resp_extra = 1;
 			n = k;
 			if (done)
 				f->resp_done = 1;
 		} else if (!f->resp_eof_delim) {
-			if (n > f->resp_left)
+			if (n > f->resp_left) {
 				n = (ssize_t)f->resp_left;
+				f->resp_extra = 1;
+			}
 			f->resp_left -= n;
 		}
 		c->down += (uint64_t)n;
@@ -309,6 +344,66 @@ fwd_response(struct eg_conn *c)
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
+/*
+ * The response is complete: give the upstream back to the worker's pool
+ * when the exchange was cleanly delimited at both ends (the request sent
+ * whole, the response framed by length or chunks, not closing, nothing
+ * behind it, no EOF seen); else it is closed with the request.
+ */
+static void
+fwd_keep_upstream(struct eg_conn *c)
+{
+	struct fwd *f = c->f;
+	struct egress *ex = c->ex;
+	int fd = c->uio.fd;
+	size_t limit;
+
+	if (fd == -1 || c->t.addrs == NULL || c->t.ai == 0 || !f->req_done ||
+	    f->resp_eof_delim || f->resp.close || f->resp_extra ||
+	    f->rlen > 0 || c->u_eof || c->u2c.hup || eg_pend_busy(&c->c2u))
+		return;
+	/* idle upstreams must not take the descriptors that refusals need
+	 * (conn.c keeps 32 back for those) */
+	if (ex->fd_limit > 0 && (unsigned)fd + 64 >= ex->fd_limit)
+		return;
+	/* every worker its share of max_connections, at most EG_UPOOL_MAX */
+	limit = c->cfg->max_connections / (ex->nw > 0 ? ex->nw : 1);
+	if (limit == 0)
+		limit = 1;
+	eg_io_del(c->w->loop, &c->uio);
+	c->uio.fd = -1;
+	(void)eg_upool_put(&c->w->upool, c->sess, EG_UPOOL_HTTP, &c->t.host,
+	    c->t.port, &c->t.addrs[c->t.ai - 1], fd, c->cfg->idle_timeout_ms,
+	    limit > EG_UPOOL_MAX ? EG_UPOOL_MAX : (unsigned)limit);
+}
+
+/*
+ * A reused upstream failed before a byte of its response came back (it
+ * closed while idle, as a keep-alive server may at any time): send the
+ * request once more on a fresh connection, as curl and haproxy do, when
+ * that is safe: the head was kept (idempotent, no body) and nothing of a
+ * response, not even a 1xx, reached the client.  1: retrying.
+ */
+static int
+fwd_retry(struct eg_conn *c, struct eg_io_res r)
+{
+	struct fwd *f = c->f;
+	size_t len = f->retry_len;
+
+	if (!c->reused || len == 0 || f->resp_head_done || f->rlen > 0 ||
+	    f->interim || c->down > 0 || eg_pend_busy(&c->u2c) ||
+	    (r.end != EG_END_UPSTREAM_CLOSED && r.end != EG_END_ERROR))
+		return 0;
+	c->reused = 0;
+	f->retry_len = 0;
+	eg_pend_release(c, &c->c2u);
+	if (eg_pend_reserve(c, &c->c2u, len) == -1 ||
+	    eg_pend_append(c, &c->c2u, f->rbuf + f->rcap, len) == -1)
+		return 0;
+	c->u_eof = c->u_wshut = 0;
+	return eg_conn_reconnect(c) == 0;
+}
+
 enum eg_io_st
 eg_forward_do(struct eg_conn *c)
 {
@@ -319,15 +414,54 @@ eg_forward_do(struct eg_conn *c)
 	if (r.st == EG_IO_AGAIN)
 		r = fwd_response(c);
 	if (r.st != EG_IO_AGAIN) {
+		if (fwd_retry(c, r))
+			return EG_IO_AGAIN;	/* CONNECTING */
 		eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
+	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		return EG_IO_CLOSED;
 	if (!f->resp_done || eg_pend_busy(&c->u2c))
 		return EG_IO_AGAIN;
+	fwd_keep_upstream(c);
 	if (!f->req_done || !f->keepalive) {
 		eg_conn_close(c, EG_END_DONE);
 		return EG_IO_CLOSED;
 	}
 	eg_conn_reset_for_next(c);
 	return c->state == EG_CS_HEAD ? EG_IO_OK : EG_IO_CLOSED;
+}
+
+/* --- the pool after a phase switch or reload ------------------------------ */
+
+struct fwd_recheck {
+	struct egress		*ex;
+};
+
+/* Does the session's phase still allow the entry's host?  (Lock held.) */
+static int
+fwd_pool_allowed(void *arg, const struct eg_upent *e)
+{
+	struct fwd_recheck *r = arg;
+	const struct eg_rule *rule;
+	int report;
+
+	if (e->kind != EG_UPOOL_HTTP)
+		return 1;
+	return eg_phase_decide(e->sess->phase, &e->host, e->port,
+	    r->ex->cfg->ports, r->ex->cfg->nports, &rule, &report) ==
+	    EG_MATCH_ALLOW;
+}
+
+unsigned
+eg_forward_pool_recheck(struct eg_worker *w, struct eg_session *sess)
+{
+	struct fwd_recheck r;
+	unsigned n;
+
+	r.ex = w->ex;
+	pthread_rwlock_rdlock(&w->ex->lock);
+	n = eg_upool_drop(&w->upool, sess, fwd_pool_allowed, &r);
+	pthread_rwlock_unlock(&w->ex->lock);
+	return n;
 }

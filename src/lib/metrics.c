@@ -51,6 +51,15 @@ struct eg_mrow {
 	uint64_t	 n[NVERDICT][EG_R_COUNT];	/* atomic */
 };
 
+/* egressd_route_requests_total for one route name and status */
+#define RROW_MAX	4096
+struct rrow {
+	struct rrow	*next;
+	char		 route[65];
+	int		 status;
+	uint64_t	 n;		/* under the metrics' mtx */
+};
+
 struct eg_metrics {
 	pthread_mutex_t	 mtx;		/* guards the row list */
 	struct eg_mrow	*rows, **tail;
@@ -60,8 +69,11 @@ struct eg_metrics {
 
 	uint64_t	 bytes_up, bytes_down;	/* atomic */
 	uint64_t	 phase_switches;	/* atomic */
+	uint64_t	 budget_exhausted;	/* atomic */
 	uint64_t	 reloads_ok, reloads_err;	/* atomic */
-	struct hist	 hist[2];		/* atomic fields */
+	struct hist	 hist[3];		/* atomic fields */
+	struct rrow	*rrows;		/* routes' requests; under mtx */
+	size_t		 nrrows;
 };
 
 struct eg_metrics *
@@ -84,6 +96,12 @@ eg_metrics_free(struct eg_metrics *m)
 	if (m == NULL)
 		return;
 	pthread_mutex_destroy(&m->mtx);
+	while (m->rrows != NULL) {
+		struct rrow *rr = m->rrows;
+
+		m->rrows = rr->next;
+		eg_free(rr);
+	}
 	while ((r = m->rows) != NULL) {
 		m->rows = r->next;
 		eg_free(r);
@@ -101,6 +119,13 @@ static uint64_t
 load64(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+void
+eg_metrics_budget_exhausted(struct eg_metrics *m)
+{
+	if (m != NULL)
+		add64(&m->budget_exhausted, 1);
 }
 
 /* Copy a label value, cut at LABEL_MAX - 1 bytes. */
@@ -196,6 +221,32 @@ eg_metrics_observe(struct eg_metrics *m, enum eg_hist h, uint64_t us)
 			break;
 	add64(i < NBUCKET ? &hi->le[i] : &hi->inf, 1);
 	add64(&hi->sum_us, us);
+}
+
+void
+eg_metrics_route(struct eg_metrics *m, const char *route, int status,
+    uint64_t us)
+{
+	struct rrow *r;
+
+	if (m == NULL)
+		return;
+	eg_metrics_observe(m, EG_HIST_ROUTE, us);
+	pthread_mutex_lock(&m->mtx);
+	for (r = m->rrows; r != NULL; r = r->next)
+		if (r->status == status && strcmp(r->route, route) == 0)
+			break;
+	if (r == NULL && m->nrrows < RROW_MAX &&
+	    (r = eg_calloc(1, sizeof(*r))) != NULL) {
+		snprintf(r->route, sizeof(r->route), "%s", route);
+		r->status = status;
+		r->next = m->rrows;
+		m->rrows = r;
+		m->nrrows++;
+	}
+	if (r != NULL)
+		r->n++;
+	pthread_mutex_unlock(&m->mtx);
 }
 
 void
@@ -348,10 +399,33 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	render_hist(o, "egressd_connect_duration_seconds",
 	    "Upstream TCP connect time.", &m->hist[EG_HIST_CONNECT]);
 
+	out_head(o, "egressd_route_requests_total", "counter",
+	    "Route requests answered, by route and upstream status.");
+	pthread_mutex_lock(&m->mtx);
+	{
+		const struct rrow *rr;
+
+		for (rr = m->rrows; rr != NULL; rr = rr->next) {
+			eg_buf_str(o, "egressd_route_requests_total{route=\"");
+			out_label(o, rr->route);
+			eg_buf_printf(o, "\",status=\"%d\"} %llu\n",
+			    rr->status, (unsigned long long)rr->n);
+		}
+	}
+	pthread_mutex_unlock(&m->mtx);
+	render_hist(o, "egressd_route_duration_seconds",
+	    "Route requests, from ALLOW to the end of the response.",
+	    &m->hist[EG_HIST_ROUTE]);
+
 	out_head(o, "egressd_phase_switches_total", "counter",
 	    "Phase switches (PHASE audit events).");
 	eg_buf_printf(o, "egressd_phase_switches_total %llu\n",
 	    (unsigned long long)load64(&m->phase_switches));
+	out_head(o, "egressd_budget_exhausted_total", "counter",
+	    "Budgets spent: a session's up, down or requests budget of its "
+	    "phase, counted once each time the count crosses the limit.");
+	eg_buf_printf(o, "egressd_budget_exhausted_total %llu\n",
+	    (unsigned long long)load64(&m->budget_exhausted));
 	out_head(o, "egressd_reloads_total", "counter",
 	    "Configuration reloads by result.");
 	eg_buf_printf(o, "egressd_reloads_total{result=\"ok\"} %llu\n",

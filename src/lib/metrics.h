@@ -15,7 +15,8 @@ struct eg_metrics;
 
 enum eg_hist {
 	EG_HIST_DNS,		/* name resolution, microseconds */
-	EG_HIST_CONNECT		/* upstream connect, microseconds */
+	EG_HIST_CONNECT,	/* upstream connect, microseconds */
+	EG_HIST_ROUTE		/* a route request, ALLOW to its end */
 };
 
 struct eg_metrics	*eg_metrics_new(void);
@@ -36,7 +37,13 @@ void	eg_metrics_register(struct eg_metrics *, struct eg_phase *, size_t);
  * end and bytes from CLOSE; phase switches from PHASE).  Any thread. */
 void	eg_metrics_event(struct eg_metrics *, const struct eg_event *);
 void	eg_metrics_observe(struct eg_metrics *, enum eg_hist, uint64_t us);
+/* A session's budget was spent (egressd_budget_exhausted_total). */
+void	eg_metrics_budget_exhausted(struct eg_metrics *);
 void	eg_metrics_reload(struct eg_metrics *, int ok);
+/* A route request answered: egressd_route_requests_total{route,status}
+ * and the route latency histogram.  Any thread. */
+void	eg_metrics_route(struct eg_metrics *, const char *route, int status,
+	    uint64_t us);
 
 /* Gauges the renderer reads from the proxy. */
 struct eg_metrics_gauges {

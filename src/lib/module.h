@@ -157,5 +157,21 @@ const void	*eg_module_config(struct egress *ex, const struct eg_module *m);
 void		*eg_module_state(struct egress *ex, const struct eg_module *m);
 /* Untrusted text for a message, quoted and cut (at most 80 bytes). */
 const char	*eg_module_quote(const char *s, char *buf, size_t cap);
+/*
+ * The variables a sandbox gets for the credential routes of the current
+ * configuration (SPEC "Routes", In a sandbox): for each route with an
+ * env or placeholder key, fn(arg, NAME, env or NULL, placeholder or
+ * NULL).  Names only: never a credential.
+ */
+void		 eg_module_routes(struct egress *ex, void (*fn)(void *,
+		    const char *, const char *, const char *), void *arg);
+/* The configuration text as records keep it: literal header values of
+ * [route:*] sections replaced by [REDACTED] (eg_free() it; NULL: out of
+ * memory). */
+char		*eg_cfg_redact(const char *text, size_t len, size_t *olen);
+/* What NO_PROXY and no_proxy are inside a sandbox. */
+#define EG_SANDBOX_NO_PROXY	"127.0.0.1,localhost,::1"
+/* The relay's port inside a sandbox (the sandbox module's SB_IN_PORT). */
+#define EG_SANDBOX_IN_PORT_S	"3128"
 
 #endif

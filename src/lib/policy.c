@@ -462,7 +462,12 @@ eg_phase_clear(struct eg_phase *p)
 	for (i = 0; i < p->nrules; i++)
 		eg_rule_clear(&p->rules[i]);
 	eg_free(p->rules);
+	for (i = 0; i < p->nroutes; i++)
+		eg_free(p->routes[i]);
+	eg_free(p->routes);
+	eg_free(p->route_lines);
 	eg_free(p->name);
+	eg_free(p->hint);
 	index_free(p->index);
 	memset(p, 0, sizeof(*p));
 }

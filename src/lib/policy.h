@@ -41,16 +41,29 @@ struct eg_phase_index;			/* opaque lookup structure */
 struct eg_phase {
 	char			*name;
 	int			 report;	/* mode = report */
+	char			*hint;		/* added to not_allowed
+						   refusals; NULL: none */
+	/* budgets (SPEC "Configuration"): a limit counts only when its
+	   EG_BUDGET_* bit is in budget_has (0 is a limit too) */
+	uint64_t		 budget_up, budget_down, budget_requests;
+	unsigned		 budget_has;
 	int			 line;		/* where [phase:NAME] was */
 	size_t			 nrules;
 	struct eg_rule		*rules;
 	struct eg_phase_index	*index;		/* built by eg_phase_finish() */
+	char			**routes;	/* allow = route:NAME (route.h) */
+	int			*route_lines;
+	size_t			 nroutes;
 	struct eg_mrow		*mrow;		/* its decision counters, by
 						   name: set by
 						   eg_metrics_register()
 						   before the snapshot is
 						   used (metrics.c) */
 };
+
+#define EG_BUDGET_UP	0x1
+#define EG_BUDGET_DOWN	0x2
+#define EG_BUDGET_REQ	0x4
 
 enum eg_match {
 	EG_MATCH_ALLOW,

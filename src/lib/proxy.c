@@ -212,6 +212,39 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->action = e->action;
 	ev->pid = e->pid;
 	ev->exe = e->exe;
+	ev->route = e->route;
+	ev->path = e->path;
+	ev->cred = e->cred;
+	ev->status = e->route != NULL ? e->status : 0;
+	ev->tokens_in = e->route != NULL ? e->tokens_in : -1;
+	ev->tokens_out = e->route != NULL ? e->tokens_out : -1;
+	ev->tokens_cached = e->route != NULL ? e->tokens_cached : -1;
+}
+
+/*
+ * egress_session_set_redact(): every string field of ev with the values
+ * replaced, the new strings carved out of buf (a field that finds no
+ * room left is "[REDACTED]" whole: nothing of a value gets through).
+ */
+static void
+redact_event(const struct eg_redact *rd, struct egress_event *ev, char *buf,
+    size_t cap)
+{
+	const char **f[] = { &ev->host, &ev->phase, &ev->session,
+	    &ev->client, &ev->method, &ev->addr, &ev->rule, &ev->reason,
+	    &ev->report, &ev->end, &ev->sni, &ev->from, &ev->by,
+	    &ev->action, &ev->step, &ev->exe };
+	const char *r;
+	size_t i, used = 0;
+
+	for (i = 0; i < nitems(f); i++) {
+		if (*f[i] == NULL)
+			continue;
+		r = eg_redact_str(rd, *f[i], buf + used, cap - used);
+		if (r == buf + used)
+			used += strlen(r) + 1;
+		*f[i] = r;
+	}
 }
 
 /* The file an event of s goes to: its own, or the main log. */
@@ -230,12 +263,18 @@ int
 eg_emit(struct egress *ex, const struct eg_event *e)
 {
 	struct egress_event ev;
+	const struct eg_redact *rd;
+	char rbuf[2 * EG_AUDIT_LINE];
 	size_t i;
 	int rc, change;
 
 	emit_public(e, &ev);
 	ev.step = __atomic_load_n(e->sess != NULL ? &e->sess->step :
 	    &ex->def.step, __ATOMIC_ACQUIRE);
+	rd = __atomic_load_n(e->sess != NULL ? &e->sess->redact :
+	    &ex->def.redact, __ATOMIC_ACQUIRE);
+	if (rd != NULL)
+		redact_event(rd, &ev, rbuf, sizeof(rbuf));
 	/* counted against its session, kept in its ring, written to its
 	 * file (egress_session_set_audit()) or the main log */
 	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
@@ -286,8 +325,23 @@ eg_audit_chain_setup(struct egress *ex, struct eg_audit *a, const char *run,
 		len = strlen(eg_cfg_default_text);
 	}
 	p.config_len = len;
-	return eg_audit_chain(a, ops, &p, p.key != NULL ?
-	    cfg->checkpoint_interval_ms : 0, err);
+	/* the identity of the configuration is its redacted text (routes'
+	 * literal header values): what a record keeps of it */
+	{
+		size_t rlen;
+		char *red = eg_cfg_redact(p.config, len, &rlen);
+		int rc;
+
+		if (red == NULL) {
+			return eg_err_set(err, ENOMEM, "out of memory");
+		}
+		p.config = red;
+		p.config_len = rlen;
+		rc = eg_audit_chain(a, ops, &p, p.key != NULL ?
+		    cfg->checkpoint_interval_ms : 0, err);
+		eg_free(red);
+		return rc;
+	}
 }
 
 /* --- creation ---------------------------------------------------------------- */
@@ -647,6 +701,7 @@ egress_free(struct egress *ex)
 	eg_modules_fini(ex);
 	eg_audit_close(ex->def.audit_file);
 	eg_labels_free(ex->def.labels);
+	eg_redacts_free(ex->def.redacts);
 	eg_audit_close(ex->audit);
 	eg_metrics_free(ex->metrics);
 	eg_cfg_unref(ex->cfg);
@@ -735,6 +790,7 @@ egress_set_phase(struct egress *ex, const char *name, const char *by,
 	/* after this, every decision uses the new phase */
 	ex->def.phase = p;
 	ex->def.gen++;
+	eg_budget_reset(&ex->def.bud);	/* a new count, even to the same */
 	pthread_rwlock_unlock(&ex->lock);
 	n = eg_workers_close_forbidden(ex, &ex->def, EG_END_PHASE_CHANGE);
 	emit_phase(ex, from, by ? by : "api", n);
@@ -889,6 +945,8 @@ egress_reload(struct egress *ex, const char *by)
 	pthread_rwlock_wrlock(&ex->lock);
 	old = ex->cfg;
 	ex->cfg = cfg;
+	if (eg_budget_changed(ex->def.phase, p))
+		eg_budget_reset(&ex->def.bud);
 	ex->def.phase = p;
 	ex->def.gen++;
 	eg_sessions_reload_swap(ex, cfg);

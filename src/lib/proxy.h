@@ -14,6 +14,7 @@
 #include "loop.h"
 #include "module.h"
 #include "shared.h"
+#include "upool.h"
 
 struct eg_audit;
 struct eg_metrics;
@@ -36,6 +37,11 @@ enum eg_reason {
 	EG_R_LOOP,
 	EG_R_SHUTDOWN,
 	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
+	EG_R_BUDGET,		/* a budget of the phase is spent */
+	EG_R_TLS_TO_PROXY,	/* a TLS ClientHello instead of a request */
+	EG_R_NO_ROUTE,		/* routes (route.c): no route of that name */
+	EG_R_ROUTE_NOT_ALLOWED,	/* ... method or path not allowed by it */
+	EG_R_TLS_FAILED,	/* ... upstream certificate refused */
 	EG_R_COUNT		/* (how many; not a reason) */
 };
 extern const char *const eg_reason_name[];
@@ -52,12 +58,29 @@ enum eg_end {
 	EG_END_DONE,
 	EG_END_ERROR,
 	EG_END_SESSION_CLOSED,
+	EG_END_BUDGET,
 	EG_END_COUNT		/* (how many; not an end) */
 };
 extern const char *const eg_end_name[];
 
 
 struct eg_ring;
+
+/*
+ * A session's budgets of its current phase (SPEC "Configuration"): what
+ * it used since it entered the phase.  The limits are the phase's.  A
+ * connection folds its bytes in (conn.c) when it passes the mark of its
+ * lease, when it closes, and when a plain-HTTP request ends, not per
+ * transfer; ALLOW decisions count at once.  epoch and a reset
+ * (eg_budget_reset()) change under egress.lock held for writing; the
+ * counts are atomics, added to under the read lock.
+ */
+struct eg_budget {
+	uint64_t		 epoch;
+	uint64_t		 up, down, req;	/* atomic */
+	unsigned		 spent;	/* atomic: EG_BUDGET_* bits counted in
+					   egressd_budget_exhausted_total */
+};
 
 /*
  * A session (SPEC "Sessions"): a group of listeners with its own phase,
@@ -73,6 +96,7 @@ struct eg_session {
 	/* Guarded by egress.lock: the phase, in ex->cfg or in phases. */
 	const struct eg_phase	*phase;
 	uint64_t		 gen;	/* bumped by every phase/cfg swap */
+	struct eg_budget	 bud;	/* its phase's budgets, used */
 
 	unsigned		 refs;		/* atomic */
 	struct eg_session	*next;		/* registry */
@@ -104,6 +128,11 @@ struct eg_session {
 	 * is freed, as a loop thread may still be formatting one */
 	const char		*step;
 	struct eg_label		*labels;
+	/* egress_session_set_redact(): the values replaced in its events
+	 * (atomic pointer, NULL: none); kept until the session is freed,
+	 * like the labels */
+	const struct eg_redact	*redact;
+	struct eg_redact	*redacts;
 	/* egress_session_set_audit(): its own file (atomic; NULL: the main
 	 * log), and the file, kept open until the session is freed */
 	struct eg_audit		*audit;
@@ -113,6 +142,16 @@ struct eg_session {
 struct eg_label {
 	struct eg_label		*next;
 	char			 name[];
+};
+
+/* egress_session_set_redact(): values ([n]), each at least
+ * EG_REDACT_MIN bytes; maxlen the longest. */
+#define EG_REDACT_MIN	8
+struct eg_redact {
+	struct eg_redact	*next;
+	size_t			 n, maxlen;
+	size_t			*len;
+	char			**val;
 };
 
 struct eg_lsock {			/* a bound listening socket */
@@ -165,9 +204,12 @@ struct eg_worker {
 	unsigned		 nheadpool;
 	void			*bufpool;	/* free tunnel buffers */
 	unsigned		 nbufpool;
+	void			*routepool;	/* route.c: idle upstream
+						   connections of routes */
 	int			 pipes[64][2];	/* free splice pipes */
 	unsigned		 npipes;
 	int			 stopped;
+	struct eg_upool		 upool;		/* idle upstream connections */
 	uint8_t			 scratch[65536];
 };
 
@@ -288,10 +330,19 @@ void	eg_conn_accept(struct eg_worker *, struct eg_lsock *, int fd,
 	    const struct sockaddr *, socklen_t);
 void	eg_conn_reap(struct eg_worker *);
 void	eg_conn_pool_drain(struct eg_worker *);
+/* route.c: close the worker's idle upstream connections of routes. */
+void	eg_route_pool_drain(struct eg_worker *);
 /* Close connections of sess that cfg/phase no longer allow; count. */
 unsigned eg_conn_recheck(struct eg_worker *, struct eg_session *,
 	    enum eg_end);
 void	eg_conn_close_all(struct eg_worker *, enum eg_end);
+/* A new count (caller holds egress.lock for writing): after a phase
+ * switch, and after a reload when eg_budget_changed(old, new). */
+void	eg_budget_reset(struct eg_budget *);
+int	eg_budget_changed(const struct eg_phase *, const struct eg_phase *);
+/* forward.c: close the idle upstream connections of sess (NULL: every
+ * session) kept for plain HTTP whose host its phase no longer allows. */
+unsigned eg_forward_pool_recheck(struct eg_worker *, struct eg_session *);
 
 /*
  * An audit event inside the library: enums and pointers.  eg_emit()
@@ -320,6 +371,13 @@ struct eg_event {
 	const char		*by;		/* PHASE: admin|api|signal|reload */
 	unsigned		 closed;	/* PHASE: tunnels closed */
 	const char		*action;	/* SESSION: open|close */
+	/* a route's request (route.c) */
+	const char		*route;		/* its name */
+	const char		*path;		/* /REST, no query */
+	const char		*cred;		/* ALLOW: headers added */
+	int			 status;	/* CLOSE: the upstream's */
+	int64_t			 tokens_in, tokens_out, tokens_cached;
+						/* CLOSE: -1 none */
 	const char		*pid, *exe;	/* via egressd's own relay */
 };
 
@@ -339,6 +397,12 @@ int	eg_audit_chain_setup(struct egress *, struct eg_audit *a,
 
 /* session.c */
 void	eg_labels_free(struct eg_label *);
+void	eg_redacts_free(struct eg_redact *);
+/* s with every value of r replaced by "[REDACTED]" (ASCII case ignored),
+ * written to out (cap bytes); s itself when nothing matched; when the
+ * result does not fit, "[REDACTED]" alone (nothing of a value leaks). */
+const char *eg_redact_str(const struct eg_redact *r, const char *s,
+	    char *out, size_t cap);
 
 /* worker.c: the per-client connection table */
 int	eg_client_acquire(struct egress *, const struct sockaddr *,

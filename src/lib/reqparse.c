@@ -529,6 +529,13 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	if (strcmp(req->method, "CONNECT") == 0) {
 		req->form = EG_REQ_CONNECT;
 		r = parse_connect_target(buf + toff, tl, req, why);
+	} else if (buf[toff] == '/' && tl > 1 && buf[toff + 1] != '/' &&
+	    buf[toff + 1] != '?') {
+		/* a credential route's request (route.c decides) */
+		req->form = EG_REQ_ORIGIN;
+		req->path_off = toff;
+		req->path_len = tl;
+		r = EG_PARSE_OK;
 	} else {
 		req->form = EG_REQ_ABSOLUTE;
 		r = parse_absolute_target(buf, toff, tl, req, why);
@@ -545,7 +552,7 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	 * decided; a response only goes back to the client that asked */
 	if (hi.underscore != NULL)
 		return bad(why, hi.underscore);
-	if (req->form == EG_REQ_ABSOLUTE) {
+	if (req->form != EG_REQ_CONNECT) {
 		req->content_length = hi.content_length;
 		req->chunked = hi.chunked;
 		if (hi.nhost && !host_valid(buf +
@@ -632,6 +639,13 @@ hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
 			return 1;
 	}
 	return 0;
+}
+
+int
+eg_hdr_hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
+    const struct eg_hdr *h)
+{
+	return hop_by_hop(buf, hdr, nhdr, h);
 }
 
 /*

@@ -17,7 +17,9 @@
 
 enum eg_req_form {
 	EG_REQ_CONNECT,		/* CONNECT host:port HTTP/1.x */
-	EG_REQ_ABSOLUTE		/* METHOD http://host[:port]/path HTTP/1.x */
+	EG_REQ_ABSOLUTE,	/* METHOD http://host[:port]/path HTTP/1.x */
+	EG_REQ_ORIGIN		/* METHOD /path HTTP/1.x: a route (route.h);
+				   path_off/path_len are the target, no host */
 };
 
 struct eg_hdr {			/* offsets into the parsed buffer */
@@ -83,6 +85,11 @@ enum eg_parse	eg_req_parse(const uint8_t *buf, size_t len,
  */
 ssize_t		eg_req_origin_head(const uint8_t *buf, const struct eg_req *req,
 		    int keepalive, char *out, size_t cap);
+
+/* Is header h of hdr[0..nhdr) (parsed from buf) hop-by-hop: Connection,
+ * Keep-Alive, TE, Trailer, Upgrade, Proxy-*, or named by a Connection? */
+int		eg_hdr_hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr,
+		    size_t nhdr, const struct eg_hdr *h);
 
 struct eg_resp {
 	int		 status;

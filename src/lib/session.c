@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "metrics.h"
+#include "route.h"
 #include "session.h"
 #include "shared.h"
 #include "worker.h"
@@ -65,6 +66,7 @@ sess_free(struct eg_session *s)
 	/* after its last line (the connections held references) */
 	eg_audit_close(s->audit_file);
 	eg_labels_free(s->labels);
+	eg_redacts_free(s->redacts);
 	eg_free(s->wconns);
 	eg_free(s->dnext);
 	eg_free(s->sock);
@@ -379,6 +381,17 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 		s->nphases = i + 1;
 		for (j = 0; ps[i].allow != NULL && ps[i].allow[j] != NULL;
 		    j++) {
+			/* route:NAME, a credential route (route.h) */
+			if (strncmp(ps[i].allow[j], "route:", 6) == 0 &&
+			    eg_session_name_ok(ps[i].allow[j] + 6,
+			    strlen(ps[i].allow[j] + 6))) {
+				if (eg_phase_add_route(&s->phases[i],
+				    ps[i].allow[j] + 6,
+				    strlen(ps[i].allow[j] + 6), 0) == -1)
+					return set_err(ex, ENOMEM,
+					    "out of memory");
+				continue;
+			}
 			if (eg_rule_parse(ps[i].allow[j],
 			    strlen(ps[i].allow[j]), &r, &err) == -1)
 				return set_err(ex, EINVAL, "phases: %s: %s",
@@ -649,6 +662,7 @@ egress_session_set_phase(struct egress *ex, const char *session,
 	from = s->phase->name;
 	s->phase = p;
 	s->gen++;
+	eg_budget_reset(&s->bud);	/* a new count, even to the same */
 	pthread_rwlock_unlock(&ex->lock);
 	n = eg_workers_close_forbidden(ex, s, EG_END_PHASE_CHANGE);
 	emit_phase(ex, s, from, by ? by : "api", n);
@@ -1089,6 +1103,8 @@ eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg)
 		}
 		if (p == NULL)
 			p = eg_cfg_phase(cfg, s->phase->name);
+		if (eg_budget_changed(s->phase, p))
+			eg_budget_reset(&s->bud);
 		s->phase = p;
 		s->gen++;
 	}
@@ -1220,6 +1236,109 @@ egress_session_set_step(struct egress *ex, const char *session,
 	}
 	__atomic_store_n(&s->step, l != NULL ? l->name : NULL,
 	    __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ex->ctl);
+	eg_session_unref(s);
+	return 0;
+}
+
+void
+eg_redacts_free(struct eg_redact *r)
+{
+	struct eg_redact *n;
+	size_t i;
+
+	for (; r != NULL; r = n) {
+		n = r->next;
+		for (i = 0; i < r->n; i++)
+			eg_free(r->val[i]);
+		eg_free(r->val);
+		eg_free(r->len);
+		eg_free(r);
+	}
+}
+
+static const char eg_redacted[] = "[REDACTED]";
+
+const char *
+eg_redact_str(const struct eg_redact *r, const char *s, char *out,
+    size_t cap)
+{
+	size_t slen, i, k, best, o = 0, rl = sizeof(eg_redacted) - 1;
+	int hit = 0;
+
+	if (r == NULL || r->n == 0 || s == NULL)
+		return s;
+	slen = strlen(s);
+	if (slen < EG_REDACT_MIN)
+		return s;
+	for (i = 0; i < slen;) {
+		/* the longest value that starts here */
+		best = 0;
+		for (k = 0; k < r->n; k++)
+			if (r->len[k] > best && r->len[k] <= slen - i &&
+			    strncasecmp(s + i, r->val[k], r->len[k]) == 0)
+				best = r->len[k];
+		if (best > 0) {
+			if (o + rl >= cap)
+				goto nospace;
+			memcpy(out + o, eg_redacted, rl);
+			o += rl;
+			i += best;
+			hit = 1;
+			continue;
+		}
+		if (o + 1 >= cap)
+			goto nospace;
+		out[o++] = s[i++];
+	}
+	if (!hit)
+		return s;
+	out[o] = '\0';
+	return out;
+nospace:
+	if (cap <= rl)
+		return "";
+	memcpy(out, eg_redacted, rl + 1);
+	return out;
+}
+
+int
+egress_session_set_redact(struct egress *ex, const char *session,
+    const char *const *values, size_t n)
+{
+	struct eg_session *s;
+	struct eg_redact *r;
+	size_t i, len;
+
+	if ((r = eg_calloc(1, sizeof(*r))) == NULL ||
+	    (n > 0 && ((r->val = eg_calloc(n, sizeof(*r->val))) == NULL ||
+	    (r->len = eg_calloc(n, sizeof(*r->len))) == NULL))) {
+		eg_redacts_free(r);
+		return set_err(ex, ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		if (values[i] == NULL ||
+		    (len = strlen(values[i])) < EG_REDACT_MIN)
+			continue;
+		if ((r->val[r->n] = eg_strdup(values[i])) == NULL) {
+			eg_redacts_free(r);
+			return set_err(ex, ENOMEM, "out of memory");
+		}
+		r->len[r->n++] = len;
+		if (len > r->maxlen)
+			r->maxlen = len;
+	}
+	pthread_mutex_lock(&ex->ctl);
+	if ((s = sess_named(ex, session)) == NULL) {
+		pthread_mutex_unlock(&ex->ctl);
+		eg_redacts_free(r);
+		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	}
+	/* the old list stays allocated: a loop thread may be using it */
+	r->next = s->redacts;
+	s->redacts = r;
+	__atomic_store_n(&s->redact, r->n > 0 ? r : NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ex->ctl);
 	eg_session_unref(s);
 	return 0;

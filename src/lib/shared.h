@@ -168,6 +168,30 @@ eg_put_json_str(FILE *f, const char *s, size_t n)
 }
 
 /*
+ * The rule for a file holding a secret (the admin token, a private
+ * signing key): a regular file that neither group nor others may read
+ * or write.  st is the opened file's fstat(); what names the secret in
+ * the message ("the token", "the private key").  NULL, or msg saying why
+ * not and how to fix it (the caller names the file).
+ */
+static inline const char *
+eg_secret_mode_why(const struct stat *st, const char *path,
+    const char *what, char *msg, size_t msglen)
+{
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(msg, msglen, "not a regular file");
+		return msg;
+	}
+	if ((st->st_mode & 077) != 0) {
+		snprintf(msg, msglen, "permissions %04o are too open: group "
+		    "or others may access %s; run 'chmod 600 %s'",
+		    (unsigned int)(st->st_mode & 07777), what, path);
+		return msg;
+	}
+	return NULL;
+}
+
+/*
  * Read a bearer token file into buf (EG_TOKEN_MAX + 1 bytes): one word of
  * printable ASCII, EG_TOKEN_MIN to EG_TOKEN_MAX bytes, trailing white
  * space dropped, NUL-terminated.  Like ssh with a private key, a file
@@ -194,15 +218,7 @@ eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1], char *msg,
 		close(fd);
 		return msg;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(msg, msglen, "not a regular file");
-		close(fd);
-		return msg;
-	}
-	if ((st.st_mode & 077) != 0) {
-		snprintf(msg, msglen, "permissions %04o are too open: group "
-		    "or others may access the token; run 'chmod 600 %s'",
-		    (unsigned int)(st.st_mode & 07777), path);
+	if (eg_secret_mode_why(&st, path, "the token", msg, msglen) != NULL) {
 		close(fd);
 		return msg;
 	}

@@ -379,6 +379,9 @@ eg_tunnel_do(struct eg_conn *c)
 		eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
+	/* one comparison per event: the budgets' bytes fold in per lease */
+	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		return EG_IO_CLOSED;
 	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
 		    EG_END_UPSTREAM_CLOSED;
@@ -412,6 +415,8 @@ eg_tunnel_do_sni(struct eg_conn *c)
 		eg_conn_close(c, io.end);
 		return EG_IO_CLOSED;
 	}
+	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		return EG_IO_CLOSED;
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->b.p == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {

@@ -383,6 +383,7 @@ eg_workers_create(struct egress *ex, struct eg_err *errp)
 		}
 		w->cfg = ex->cfg;
 		eg_cfg_ref(w->cfg);
+		eg_upool_init(&w->upool, w->loop);
 		eg_timer_init(&w->accept_pause, worker_resume, w);
 		eg_loop_set_after(w->loop, worker_after, w);
 		if (worker_set_listeners(w) == -1) {
@@ -405,6 +406,7 @@ eg_workers_free(struct egress *ex)
 		if (w->loop == NULL)
 			continue;
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_upool_free(&w->upool);
 		eg_dns_free(w->dns);
 		eg_conn_reap(w);
 		worker_sess_reap(w);
@@ -437,6 +439,7 @@ struct recheck {
 	struct eg_worker	*w;
 	struct eg_session	*sess;
 	enum eg_end		 why;
+	int			 close;		/* on_phase_change = close */
 	unsigned		 closed;
 };
 
@@ -445,7 +448,11 @@ recheck_cmd(void *arg)
 {
 	struct recheck *r = arg;
 
-	r->closed = eg_conn_recheck(r->w, r->sess, r->why);
+	/* idle pooled upstreams never outlive their host's permission,
+	 * whatever on_phase_change says about open tunnels */
+	(void)eg_forward_pool_recheck(r->w, r->sess);
+	if (r->close)
+		r->closed = eg_conn_recheck(r->w, r->sess, r->why);
 }
 
 /* On every loop: close what the session's new phase forbids. */
@@ -457,12 +464,11 @@ eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
 	unsigned n = 0;
 	size_t i;
 
-	if (!ex->cfg->close_on_phase_change)
-		return 0;
 	for (i = 0; i < ex->nw; i++) {
 		r.w = &ex->w[i];
 		r.sess = sess;
 		r.why = why;
+		r.close = ex->cfg->close_on_phase_change;
 		r.closed = 0;
 		if (eg_running(ex))
 			eg_loop_call(ex->w[i].loop, recheck_cmd, &r);

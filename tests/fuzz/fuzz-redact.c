@@ -5,6 +5,7 @@
  * pieces of a size varying with position) must come out exactly as the
  * whole-buffer reference makes it, with the same number of replacements,
  * and hold none of the values unless the reference output does too.
+ * rp_redact_mem() of the whole text must give the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -99,6 +100,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(r, data + off, size - off, chunk, 0, want, wlen, whits);
 	run(r, data + off, size - off, chunk, 1, want, wlen, whits);
 	run(r, data + off, size - off, size - off + 1, 0, want, wlen, whits);
+	/* the in-memory form (plan.ini's copy): the same bytes */
+	{
+		uint64_t mhits = 0;
+		size_t mlen;
+		char *m = rp_redact_mem(s, ns, (const char *)data + off,
+		    size - off, &mlen, &mhits);
+
+		if (m != NULL && (mlen != wlen || memcmp(m, want, wlen) != 0 ||
+		    mhits != whits || m[mlen] != '\0'))
+			abort();
+		free(m);
+	}
 	free(want);
 	rp_redactor_free(r);
 	return 0;

@@ -27,10 +27,14 @@ relayhdr|src/lib/relayhdr.c|
 session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core
-redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
-verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/alloc.c|-lmbedcrypto
+redact|src/mod/replay/redact.c src/mod/common/fsutil.c src/lib/crypto.c src/lib/alloc.c|-lmbedcrypto -ljansson
+verify|src/mod/record/verify.c src/mod/record/chain.c src/lib/crypto.c src/lib/alloc.c|-lmbedcrypto
 canon|src/mod/record/canon.c src/lib/alloc.c|-ljansson
+record|src/mod/record/check.c src/mod/record/seal.c|@core
 plan|src/mod/replay/plan.c src/lib/inilex.c|@core
+receipt|src/mod/replay/receipt.c src/mod/common/fsutil.c src/lib/alloc.c|-lmbedcrypto -ljansson
+meter|src/lib/meter.c|@core
+route|src/lib/route.c src/lib/routecfg.c src/lib/reqparse.c|@core
 '
 
 # @core: each built archive with the libraries libtool recorded for it

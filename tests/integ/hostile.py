@@ -6,8 +6,11 @@ usage: hostile.py COMMAND [OPTIONS]
 
 Upstream:
   up --addr A --port P --count FILE [--log FILE] [--mode echo|http|stress]
-      A counting server.  FILE holds "CONNECTIONS BYTES" (rewritten after
-      each accept and each read).  --log appends every connection's
+      A counting server.  FILE holds "USES BYTES" (rewritten after each
+      accept, each answer and each read): USES counts the connections
+      accepted plus, in http mode, every request after the first on one
+      connection (a proxy that reuses its upstream connections), so that
+      it equals the requests a proxy let through either way.  --log appends every connection's
       received bytes, escaped, one line per read.  echo: echo bytes back;
       http: answer HTTP requests (200, Content-Length, "ok METHOD PATH"),
       else echo; stress: per connection at random echo, reset (SO_LINGER
@@ -130,6 +133,7 @@ class Up:
                 return
             buf = b""
             http = None
+            nreq = 0
             while True:
                 d = await r.read(65536)
                 if not d:
@@ -164,6 +168,14 @@ class Up:
                     if len(rest) < n:
                         break
                     buf = rest[n:]
+                    # a request line (not chunk framing, which this
+                    # server does not parse) on a reused connection: one
+                    # more use
+                    if len(parts) == 3 and parts[2].startswith(b"HTTP/1."):
+                        nreq += 1
+                        if nreq > 1:
+                            self.conns += 1
+                            self.write_count()
                     body = b"ok " + b" ".join(parts[:2]) + b"\n"
                     close = b"close" in hd.get(b"connection", b"").lower()
                     w.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
@@ -374,7 +386,7 @@ def corpus_main(a):
         for k, n in counts.items():
             want = expected_reach if k == reach else 0
             if n != want:
-                problems.append("upstream %s has %d connections, "
+                problems.append("upstream %s has %d uses, "
                                 "expected %d" % (k, n, want))
                 if k == reach:
                     expected_reach = n   # report each leak once

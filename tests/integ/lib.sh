@@ -73,7 +73,8 @@ diag()
 diag_file()
 {
 	[ -s "$1" ] || return 0
-	tail -n 30 "$1" | sed "s/^/#   ${2:-$(basename "$1")}: /"
+	# the prefix may hold '/' or '&': no sed replacement
+	tail -n 30 "$1" | P="${2:-$(basename "$1")}" awk '{ print "#   " ENVIRON["P"] ": " $0 }'
 }
 
 # ok STATUS DESC: STATUS 0 is a pass, anything else a failure.

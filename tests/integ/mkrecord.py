@@ -9,7 +9,7 @@ stderr,files/...}, and a chained audit.log (SPEC "### record": START first,
 chain= on every line, computed here independently of egressd) whose
 step= lines match the receipts' decision counts.
 
-  mkrecord.py DIR [--public] [--fail] [--json] [--leaky]
+  mkrecord.py DIR [--public] [--fail] [--json] [--leaky] [--key KEY]
               [--audit FILE [--run-id UUID] [--config-ini FILE]]
 
 --fail   step 2 exits 1, step 3 is skipped, the run exits 1
@@ -17,6 +17,9 @@ step= lines match the receipts' decision counts.
 --leaky  the receipts also hold what a careless supervisor might write
          (command and env in clear although public = no, a secret's value
          and its sha256 in env and env_sha256), to test that seal drops it
+--key    end the audit log with a CHECKPOINT signed with KEY (an ECDSA
+         P-256 private key, PEM; signed by the openssl command), as a
+         replay's log ends at shutdown (record check --pubkey wants it)
 --audit  use FILE (a real egressd's chained log) as audit.log; the
          decisions are then counted from its step= lines
 Times, ids and pids are fixed: the same arguments give the same bytes.
@@ -24,7 +27,9 @@ Times, ids and pids are fixed: the same arguments give the same bytes.
 import hashlib
 import json
 import os
+import base64
 import re
+import subprocess
 import sys
 
 SECRET_NAME = "API_TOKEN"
@@ -70,11 +75,26 @@ def chain_json(objs):
     return out
 
 
+def checkpoint(key, run_id, lines, head, ts, as_json):
+    """The CHECKPOINT line (without chain) after `lines` lines whose last
+    chain value is head (SPEC "### record"), signed by openssl."""
+    msg = "egressd-checkpoint\n%s\n1\n%d\n%s" % (run_id, lines, head)
+    der = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key],
+                         input=msg.encode(), stdout=subprocess.PIPE,
+                         check=True).stdout
+    sig = base64.b64encode(der).decode()
+    if as_json:
+        return {"ts": ts, "event": "CHECKPOINT", "seq": 1, "lines": lines,
+                "head": head, "sig": sig}
+    return "%s CHECKPOINT - seq=1 lines=%d head=%s sig=%s" % (
+        ts, lines, head, sig)
+
+
 def main(argv):
     args = argv[1:]
     opts = {"--public": False, "--fail": False, "--json": False,
             "--leaky": False}
-    audit_from = run_id_opt = config_from = None
+    audit_from = run_id_opt = config_from = key = None
     pos = []
     i = 0
     while i < len(args):
@@ -87,6 +107,9 @@ def main(argv):
         elif a == "--run-id":
             i += 1
             run_id_opt = args[i]
+        elif a == "--key":
+            i += 1
+            key = args[i]
         elif a == "--config-ini":
             i += 1
             config_from = args[i]
@@ -213,6 +236,17 @@ def main(argv):
                 counts[si][{"ALLOW": "allowed", "BLOCK": "blocked",
                             "FAIL": "failed"}[ev]] += 1
         out = chain_json(objs) if opts["--json"] else chain_text(text)
+        if key:
+            last = out[-1]
+            head = (last[-66:-2] if opts["--json"] else
+                    last.rsplit(" chain=", 1)[1])
+            ck = checkpoint(key, run_id, len(out), head,
+                            "2026-12-01T17:00:09.500Z", opts["--json"])
+            if opts["--json"]:
+                objs.append(ck)
+            else:
+                text.append(ck)
+            out = chain_json(objs) if opts["--json"] else chain_text(text)
         write(os.path.join(d, "audit.log"), "\n".join(out) + "\n", 0o600)
 
     # steps

@@ -16,9 +16,19 @@ Kinds:
   http     HTTP/1.1 origin server: every response body names the method,
            the path, the request body's length and SHA-256, and every
            request header received, one per line ("h: Name: value").
-           /chunked answers chunked, /close close-delimited, anything else
+           /chunked answers chunked, /close close-delimited (/closebigN
+           with N more bytes), anything else
            with Content-Length; keep-alive; request bodies with
-           Content-Length or chunked.
+           Content-Length or chunked.  /cclose answers with Content-Length
+           and "Connection: close", /http10 as HTTP/1.0 without
+           keep-alive, and both then keep the connection open anyway (a
+           proxy must not reuse it).  With --count-file, accepted
+           connections are counted as for "count"; with --idle-close S,
+           a connection idle S seconds between requests is closed; with
+           --drop-after N, the request after the N-th on a connection is
+           read and the connection closed without an answer (a server that
+           closed a kept-alive connection just as a request came); with
+           --req-log F, every request line received is appended to F.
   count    like echo, but counts accepted connections into --count-file
            (rewritten after each accept).
   tls      TLS server with a fresh self-signed certificate (CN and SAN
@@ -170,11 +180,27 @@ class Reader:
 
 def http(s, first=b""):
     r = Reader(s, first)
+    served = 0
     try:
         while True:
+            if A.idle_close and not r.buf:
+                s.settimeout(A.idle_close)
+                try:
+                    if not r.fill():
+                        break
+                except socket.timeout:
+                    break
+                s.settimeout(None)
             head = r.head()
             if head is None:
                 break
+            if A.req_log:
+                with count_lock, open(A.req_log, "a") as f:
+                    f.write(head.split(b"\r\n", 1)[0].decode("latin-1") +
+                            "\n")
+            if A.drop_after and served >= A.drop_after:
+                break
+            served += 1
             lines = head.decode("latin-1").split("\r\n")
             parts = lines[0].split(" ")
             if len(parts) != 3:
@@ -222,6 +248,8 @@ def http(s, first=b""):
             payload = ("\n".join(out) + "\n").encode("latin-1")
             if path.startswith("/big"):
                 payload += b"x" * (int(path[4:] or "1048576"))
+            elif path.startswith("/closebig"):  # close-delimited, large
+                payload += b"x" * (int(path[9:] or "1048576"))
             if method == "HEAD":
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
                           % len(payload))
@@ -239,6 +267,15 @@ def http(s, first=b""):
                         resp += b"%x\r\n" % len(piece) + piece + b"\r\n"
                 resp += b"0\r\n\r\n"
                 s.sendall(resp)
+            elif path.startswith("/cclose") or path.startswith("/http10"):
+                ver_out = b"HTTP/1.0" if path.startswith("/http10") \
+                    else b"HTTP/1.1"
+                resp = (ver_out + b" 200 OK\r\nContent-Length: %d\r\n"
+                        % len(payload))
+                if ver_out == b"HTTP/1.1":
+                    resp += b"Connection: close\r\n"
+                s.sendall(resp + b"\r\n" + payload)
+                continue    # and keep the connection open all the same
             elif path.startswith("/close"):
                 s.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
                           b"Content-Type: text/plain\r\n\r\n" + payload)
@@ -436,6 +473,12 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--hold", type=float, default=60)
     p.add_argument("--delay", type=float, default=0.5)
+    p.add_argument("--req-log")
+    p.add_argument("--drop-after", type=int, default=0,
+                   help="http: close without answering the request after "
+                   "the N-th on a connection")
+    p.add_argument("--idle-close", type=float, default=0,
+                   help="http: close a connection idle this many seconds")
     p.add_argument("--a", action="append",
                    help="dns: NAME=IP to answer (A or AAAA); else NXDOMAIN")
     A = p.parse_args()
@@ -450,15 +493,16 @@ def main():
         make_cert()
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(A.cert, A.key)
-    if A.kind == "count":
+    if A.count_file:
         with open(A.count_file, "w") as f:
             f.write("0\n")
     ls = listener()
     ready()
     while True:
         s, _ = ls.accept()
-        if A.kind == "count":
+        if A.count_file:
             count_accept()
+        if A.kind == "count":
             fn, args = echo, (s,)
         elif A.kind == "echo":
             fn, args = echo, (s,)

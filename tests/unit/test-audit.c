@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "proxy.h"
 #include "tap.h"
 
 struct drain {
@@ -215,6 +216,37 @@ fmt(const struct egress_event *ev, int json)
 
 	buf[n] = '\0';
 	return buf;
+}
+
+
+/* egress_session_set_redact()'s matcher (session.c). */
+static void
+test_redact(void)
+{
+	char *vals[] = { (char *)"SeCrEt-ValUe-1", (char *)"short-12",
+	    (char *)"short-12-longer" };
+	size_t lens[] = { 14, 8, 15 };
+	struct eg_redact r = { NULL, 3, 15, lens, vals };
+	char out[64], tiny[12];
+	const char *s;
+
+	s = eg_redact_str(&r, "secret-value-1.exfil.test", out, sizeof(out));
+	ok(strcmp(s, "[REDACTED].exfil.test") == 0,
+	    "a lower-cased host: the value matched without regard to case");
+	s = eg_redact_str(&r, "x.SECRET-VALUE-1SECRET-VALUE-1", out,
+	    sizeof(out));
+	ok(strcmp(s, "x.[REDACTED][REDACTED]") == 0, "two in a row");
+	s = eg_redact_str(&r, "a-short-12-longer-b", out, sizeof(out));
+	ok(strcmp(s, "a-[REDACTED]-b") == 0, "the longest value wins");
+	s = eg_redact_str(&r, "nothing.example", out, sizeof(out));
+	ok(strcmp(s, "nothing.example") == 0 && s != out,
+	    "no match: the string itself");
+	s = eg_redact_str(&r, "zz-secret-value-1-zzzzzzzzzzzzzzzz", tiny,
+	    sizeof(tiny));
+	ok(strcmp(s, "[REDACTED]") == 0,
+	    "no room for the result: [REDACTED] whole, nothing of it leaks");
+	ok(eg_redact_str(NULL, "secret-value-1", out, sizeof(out))[0] == 's',
+	    "no list: unchanged");
 }
 
 int
@@ -435,5 +467,6 @@ main(void)
 	eg_audit_close(a);
 	test_write_all();
 	test_failing();
+	test_redact();
 	return done_testing();
 }

@@ -854,7 +854,7 @@ test_keys_documented(void)
 		    "egressd.ini.5 documents %s", eg_cfg_keys[i]);
 		n++;
 	}
-	is_int(n, 36, "36 keys in the table");
+	is_int(n, 40, "40 keys in the table");
 	free(ini);
 	free(man);
 }
@@ -943,6 +943,68 @@ test_v4_brackets(void)
 	eg_errs_clear(&errs);
 }
 
+/* hint and budgets (SPEC "Configuration"): sizes in powers of 1024 */
+static void
+test_hint_budgets(void)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+	const struct eg_phase *p;
+	char big[400];
+
+	cfg = parse_str("[phase:a]\nhint = only the model API, do not retry\n"
+	    "budget_up = 50M\nbudget_down = 2G\nbudget_requests = 10000\n"
+	    "[phase:b]\nbudget_down = 512k\n[phase:c]\nbudget_up = 0\n",
+	    &errs);
+	ok(cfg != NULL, "hint and budgets parse");
+	p = cfg ? eg_cfg_phase(cfg, "a") : NULL;
+	ok(p != NULL && p->hint != NULL &&
+	    strcmp(p->hint, "only the model API, do not retry") == 0,
+	    "hint is kept as written");
+	ok(p != NULL && p->budget_up == 50ULL << 20 &&
+	    p->budget_down == 2ULL << 30 && p->budget_requests == 10000 &&
+	    p->budget_has == (EG_BUDGET_UP | EG_BUDGET_DOWN | EG_BUDGET_REQ),
+	    "50M, 2G (powers of 1024) and 10000");
+	p = cfg ? eg_cfg_phase(cfg, "b") : NULL;
+	ok(p != NULL && p->budget_down == 512 * 1024 &&
+	    p->budget_has == EG_BUDGET_DOWN && p->hint == NULL,
+	    "512k; no hint, only the budget given");
+	p = cfg ? eg_cfg_phase(cfg, "c") : NULL;
+	ok(p != NULL && p->budget_up == 0 && p->budget_has == EG_BUDGET_UP,
+	    "budget_up = 0 is a limit (nothing may be sent)");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+
+	cfg = parse_str("[phase:a]\nbudget_up = 5T\nbudget_down = -1\n"
+	    "budget_requests = 10K\nbudget_down = 1M\n", &errs);
+	ok(cfg == NULL && errs.n == 4, "bad sizes are errors (%zu)", errs.n);
+	ok(errs.n > 0 && strstr(errs.msg[0], "t.ini:2:") != NULL &&
+	    strstr(errs.msg[0], "budget_up") != NULL,
+	    "with their line and key: %s", errs.n ? errs.msg[0] : "");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	{
+		char text[600];
+
+		snprintf(text, sizeof(text), "[phase:a]\nhint = %s\n", big);
+		cfg = parse_str(text, &errs);
+		ok(cfg == NULL && errs.n == 1 && strstr(errs.msg[0],
+		    "longer than 256") != NULL, "a hint over 256 bytes: %s",
+		    errs.n ? errs.msg[0] : "");
+		eg_cfg_unref(cfg);
+		eg_errs_clear(&errs);
+	}
+	cfg = parse_str("[phase:a]\nhint = tab\there\n", &errs);
+	ok(cfg == NULL && errs.n == 1 && strstr(errs.msg[0], "printable")
+	    != NULL, "a hint with a control byte: %s",
+	    errs.n ? errs.msg[0] : "");
+	eg_cfg_unref(cfg);
+	eg_errs_clear(&errs);
+}
+
 int
 main(void)
 {
@@ -959,5 +1021,6 @@ main(void)
 	test_keys_documented();
 	test_audit_sinks();
 	test_v4_brackets();
+	test_hint_budgets();
 	return done_testing();
 }

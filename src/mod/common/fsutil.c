@@ -22,10 +22,8 @@
 #include <linux/openat2.h>
 #endif
 
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
-
 #include "alloc.h"
+#include "crypto.h"
 #include "fsutil.h"
 
 int rp_open_beneath_no_openat2;
@@ -297,16 +295,6 @@ rp_open_beneath(int dirfd, const char *path, int flags)
 	return fd;
 }
 
-#if MBEDTLS_VERSION_MAJOR < 3
-#define sha_starts(c)		mbedtls_sha256_starts_ret((c), 0)
-#define sha_update(c, b, n)	mbedtls_sha256_update_ret((c), (b), (n))
-#define sha_finish(c, o)	mbedtls_sha256_finish_ret((c), (o))
-#else
-#define sha_starts(c)		mbedtls_sha256_starts((c), 0)
-#define sha_update(c, b, n)	mbedtls_sha256_update((c), (b), (n))
-#define sha_finish(c, o)	mbedtls_sha256_finish((c), (o))
-#endif
-
 static void
 hex32(const unsigned char d[32], char out[65])
 {
@@ -323,45 +311,38 @@ hex32(const unsigned char d[32], char out[65])
 void
 rp_sha256_hex(const void *buf, size_t len, char out[65])
 {
-	mbedtls_sha256_context c;
-	unsigned char d[32];
+	unsigned char d[EG_SHA256_LEN];
 
-	mbedtls_sha256_init(&c);
-	sha_starts(&c);
-	sha_update(&c, buf, len);
-	sha_finish(&c, d);
-	mbedtls_sha256_free(&c);
+	eg_sha256(buf, len, d);
 	hex32(d, out);
 }
 
 int
 rp_sha256_fd(int fd, char out[65], uint64_t *size)
 {
-	mbedtls_sha256_context c;
-	unsigned char buf[65536], d[32];
+	struct eg_sha256 c;
+	unsigned char buf[65536], d[EG_SHA256_LEN];
 	uint64_t total = 0;
 	ssize_t n;
 	int e;
 
-	mbedtls_sha256_init(&c);
-	sha_starts(&c);
+	eg_sha256_init(&c);
 	for (;;) {
 		n = read(fd, buf, sizeof(buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			e = errno;
-			mbedtls_sha256_free(&c);
+			eg_sha256_free(&c);
 			errno = e;
 			return -1;
 		}
 		if (n == 0)
 			break;
-		sha_update(&c, buf, (size_t)n);
+		eg_sha256_update(&c, buf, (size_t)n);
 		total += (uint64_t)n;
 	}
-	sha_finish(&c, d);
-	mbedtls_sha256_free(&c);
+	eg_sha256_final(&c, d);
 	hex32(d, out);
 	if (size != NULL)
 		*size = total;

@@ -6,14 +6,24 @@
  *   record.json      canonical JSON, the SPEC's keys and types
  *   record.sig       ECDSA P-256 signature of record.json's bytes (PUB)
  *   plan.ini, config.ini   their sha256 against the record
+ *   files            every file of record.json's "files" (run.json,
+ *                    audit.log, plan.ini, config.ini, ...) against its
+ *                    size and sha256
  *   run.json         the run's fields against the record
  *   steps/NN-NAME    receipt.json against the record; manifest.json
  *                    against the record and every file it lists (size,
- *                    sha256) against the manifest
+ *                    sha256) against the manifest; the step's other
+ *                    files (its "files": receipt, claim, exit and
+ *                    capture files) against the record
+ *   coverage         every entry of DIR is a regular file the record
+ *                    lists (or record.json, record.sig, an empty .lock)
+ *                    or a directory holding one; anything else (added,
+ *                    a FIFO, a symlink, a device) is a FAIL, never opened
  *   audit.log        the chain (and checkpoint signatures with PUB) as
- *                    "egressd audit verify" does (rv_verify_files), then
- *                    its line count, last chain value and run id against
- *                    the record
+ *                    "egressd audit verify" does (rv_verify_fds); with
+ *                    PUB its last line must be a verified CHECKPOINT;
+ *                    then its line count, last chain value and run id
+ *                    against the record
  *   audit config     the log's START config= is config.ini's sha256
  *   step order       indexes 1..N, folders NN-NAME in that order, N steps
  *   final states     every step captured or skipped, the run finished or
@@ -21,7 +31,11 @@
  *   decisions        per step, the receipt's allowed/blocked/failed equal
  *                    the ALLOW/BLOCK/FAIL lines with its step= in audit.log
  *
- * Exit 0 when every check passes, 1 when one fails, 2 on usage errors.
+ * Every file is opened through the one descriptor of DIR (opened without
+ * following a symlink), relative to it and without following symlinks,
+ * and only after an O_PATH look says it is a regular file: nothing here
+ * waits on a FIFO.  Exit 0 when every check passes, 1 when one fails, 2
+ * on usage errors.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,10 +52,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <mbedtls/base64.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
 
 #include "egress.h"
 #include "alloc.h"
@@ -51,14 +61,11 @@
 #include "seal.h"
 #include "verify.h"
 
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
-#else
-#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
-#endif
-
 static const char check_usage[] =
 "usage: egressd record check [--pubkey PUB] DIR\n";
+
+/* FAIL lines of the coverage check at most (then a count). */
+#define RC_COVER_MAX	20
 
 static const char closing[] =
 "This proves the record is intact and consistent; it cannot prove that the "
@@ -75,6 +82,9 @@ struct rc {
 	json_t		*rec;		/* record.json, parsed */
 	char		**dirs;		/* steps/ names, sorted */
 	size_t		 ndirs;
+	char		**listed;	/* every path the record lists, sorted */
+	size_t		 nlisted;
+	size_t		 uncovered;	/* coverage FAILs */
 };
 
 static void report(struct rc *, int, const char *, const char *, ...)
@@ -103,6 +113,56 @@ jstr(const json_t *o, const char *key)
 
 /* --- record.json -------------------------------------------------------- */
 
+/* A relative path of at most RR_PATH_MAX bytes, no empty, "." or ".."
+ * component. */
+static int
+path_ok(const char *p)
+{
+	const char *q;
+	size_t n;
+
+	if (p == NULL || *p == '\0' || *p == '/' || strlen(p) >= RR_PATH_MAX)
+		return 0;
+	for (; *p != '\0'; p = *q != '\0' ? q + 1 : q) {
+		q = strchr(p, '/');
+		if (q == NULL)
+			q = p + strlen(p);
+		n = (size_t)(q - p);
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (*q == '/' && q[1] == '\0')
+			return 0;
+	}
+	return 1;
+}
+
+/* A "files" array: [{"path","sha256","size"}], paths in strictly
+ * ascending byte order (sorted, no duplicate). */
+static int
+files_ok(const json_t *files)
+{
+	const json_t *e;
+	const char *p, *h, *prev = NULL;
+	size_t i;
+
+	if (!json_is_array(files))
+		return 0;
+	for (i = 0; i < json_array_size(files); i++) {
+		e = json_array_get(files, i);
+		p = jstr(e, "path");
+		h = jstr(e, "sha256");
+		if (!path_ok(p) || h == NULL || strlen(h) != RC_HEX_LEN ||
+		    !json_is_integer(json_object_get(e, "size")) ||
+		    json_integer_value(json_object_get(e, "size")) < 0)
+			return 0;
+		if (prev != NULL && strcmp(prev, p) >= 0)
+			return 0;
+		prev = p;
+	}
+	return 1;
+}
+
 static int
 check_record(struct rc *c)
 {
@@ -112,9 +172,13 @@ check_record(struct rc *c)
 	size_t len, clen, i;
 	const char *why = NULL;
 
-	buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len);
+	mode_t type;
+
+	buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len,
+	    &type);
 	if (buf == NULL) {
-		report(c, 0, "record.json", "%s", strerror(errno));
+		report(c, 0, "record.json", "%s", eg_rr_open_error(errno,
+		    type));
 		return -1;
 	}
 	c->rec = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
@@ -149,6 +213,11 @@ check_record(struct rc *c)
 		why = "\"public\" missing";
 	else if (!json_is_array(steps))
 		why = "\"steps\" missing";
+	else if (!files_ok(json_object_get(c->rec, "files")))
+		why = "\"files\" missing or malformed (each {\"path\",\"sha256\","
+		    "\"size\"}, a relative path without \"..\", sorted by "
+		    "path; a record sealed before files were listed: seal it "
+		    "again)";
 	for (i = 0; why == NULL && i < json_array_size(steps); i++) {
 		const json_t *s = json_array_get(steps, i);
 		const char *name = jstr(s, "step"), *p;
@@ -157,6 +226,8 @@ check_record(struct rc *c)
 		    !json_is_integer(json_object_get(s, "index")) ||
 		    !json_is_array(json_object_get(s, "manifest")))
 			why = "a step without step, index or manifest";
+		else if (!files_ok(json_object_get(s, "files")))
+			why = "a step without \"files\", or a malformed one";
 		for (p = name; why == NULL && *p != '\0'; p++)
 			if (!(*p >= 'a' && *p <= 'z') &&
 			    !(*p >= 'A' && *p <= 'Z') &&
@@ -182,40 +253,39 @@ check_record(struct rc *c)
 static void
 check_sig(struct rc *c)
 {
-	mbedtls_pk_context pk;
+	struct eg_key *pk;
 	unsigned char hash[32], sig[512];
 	char *b64 = NULL, *rec = NULL, msg[512];
 	size_t b64len, reclen, siglen, i, j;
+	mode_t type;
 
 	if (c->pubkey == NULL) {
 		report(c, -1, "record.sig", "not checked (no --pubkey)");
 		return;
 	}
-	if (rc_load_key(&pk, c->pubkey, 0, msg, sizeof(msg)) == -1) {
+	if ((pk = eg_key_load(c->pubkey, 0, msg, sizeof(msg))) == NULL) {
 		report(c, 0, "record.sig", "%s", msg);
 		return;
 	}
-	if ((b64 = eg_rr_read_file(c->dirfd, "record.sig", 4096, &b64len)) ==
-	    NULL) {
-		report(c, 0, "record.sig", "%s", strerror(errno));
+	if ((b64 = eg_rr_read_file(c->dirfd, "record.sig", 4096, &b64len,
+	    &type)) == NULL) {
+		report(c, 0, "record.sig", "%s", eg_rr_open_error(errno, type));
 		goto out;
 	}
 	for (i = j = 0; i < b64len; i++)	/* drop the newline(s) */
 		if (b64[i] != '\n' && b64[i] != '\r' && b64[i] != ' ')
 			b64[j++] = b64[i];
-	if (mbedtls_base64_decode(sig, sizeof(sig), &siglen,
-	    (unsigned char *)b64, j) != 0) {
+	if (eg_b64_decode(b64, j, sig, sizeof(sig), &siglen) != 0) {
 		report(c, 0, "record.sig", "not base64");
 		goto out;
 	}
 	if ((rec = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX,
-	    &reclen)) == NULL) {
+	    &reclen, NULL)) == NULL) {
 		report(c, 0, "record.sig", "record.json: %s", strerror(errno));
 		goto out;
 	}
-	if (SHA256((unsigned char *)rec, reclen, hash) != 0 ||
-	    mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, hash, 32, sig,
-	    siglen) != 0) {
+	eg_sha256(rec, reclen, hash);
+	if (eg_key_verify(pk, hash, sig, siglen) != 0) {
 		report(c, 0, "record.sig", "bad signature: not record.json's "
 		    "with the key of %s", c->pubkey);
 		goto out;
@@ -225,7 +295,7 @@ check_sig(struct rc *c)
 out:
 	eg_free(rec);
 	eg_free(b64);
-	mbedtls_pk_free(&pk);
+	eg_key_free(pk);
 }
 
 /* --- plan.ini, config.ini, run.json ------------------------------------- */
@@ -233,20 +303,18 @@ out:
 static void
 check_digest(struct rc *c, const char *name, const char *key)
 {
-	struct stat st;
 	const char *want = jstr(c->rec, key);
 	char got[65];
 	uint64_t size;
+	mode_t type;
 	int fd;
 
-	if ((fd = rp_open_beneath(c->dirfd, name, O_RDONLY | O_CLOEXEC)) ==
-	    -1) {
-		report(c, 0, name, "%s", strerror(errno));
+	if ((fd = eg_rr_open_reg(c->dirfd, name, &type)) == -1) {
+		report(c, 0, name, "%s", eg_rr_open_error(errno, type));
 		return;
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    rp_sha256_fd(fd, got, &size) == -1)
-		report(c, 0, name, "not a readable regular file");
+	if (rp_sha256_fd(fd, got, &size) == -1)
+		report(c, 0, name, "%s", strerror(errno));
 	else if (strcmp(got, want) != 0)
 		report(c, 0, name, "sha256 %s, the record says %s", got, want);
 	else
@@ -354,6 +422,7 @@ check_receipt(struct rc *c, const json_t *s)
 	f = eg_rr_receipt_filter(rec, public);
 	want = json_deep_copy(s);
 	json_object_del(want, "manifest");
+	json_object_del(want, "files");
 	if (f == NULL || want == NULL || !json_equal(f, want))
 		report(c, 0, path, "differs from the record");
 	else if (public && (why = clear_mismatch(s)) != NULL)
@@ -366,40 +435,40 @@ check_receipt(struct rc *c, const json_t *s)
 	json_decref(rec);
 }
 
-/* One manifest entry against its file: NULL ok, else the reason. */
+/* One manifest or files entry against its file under dir (NULL: DIR):
+ * NULL ok, else the reason. */
 static const char *
-check_entry(struct rc *c, const char *dir, const json_t *e, char *why,
-    size_t cap)
+check_entry(struct rc *c, const char *dir, const json_t *e, int manifest,
+    char *why, size_t cap)
 {
-	struct stat st;
+	const char *whose = manifest ? "manifest" : "record";
 	const char *p = jstr(e, "path"), *want = jstr(e, "sha256");
-	char path[4200], got[65];
+	char path[RR_PATH_MAX + 400], got[65];
 	uint64_t size = 0;
+	mode_t type;
 	int fd;
 
 	if (p == NULL || want == NULL || !json_is_integer(json_object_get(e,
 	    "size"))) {
-		snprintf(why, cap, "a manifest entry without path, size or "
-		    "sha256");
+		snprintf(why, cap, "a %s entry without path, size or sha256",
+		    whose);
 		return why;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, p);
-	if ((fd = rp_open_beneath(c->dirfd, path, O_RDONLY | O_CLOEXEC)) ==
-	    -1) {
-		snprintf(why, cap, "%s: %s", p, strerror(errno));
+	snprintf(path, sizeof(path), "%s%s%s", dir != NULL ? dir : "",
+	    dir != NULL ? "/" : "", p);
+	if ((fd = eg_rr_open_reg(c->dirfd, path, &type)) == -1) {
+		snprintf(why, cap, "%s: %s", p, eg_rr_open_error(errno, type));
 		return why;
 	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
-		snprintf(why, cap, "%s: not a regular file", p);
-	else if (rp_sha256_fd(fd, got, &size) == -1)
+	if (rp_sha256_fd(fd, got, &size) == -1)
 		snprintf(why, cap, "%s: %s", p, strerror(errno));
 	else if (size != (uint64_t)json_integer_value(json_object_get(e,
 	    "size")))
-		snprintf(why, cap, "%s: %llu bytes, the manifest says %lld", p,
-		    (unsigned long long)size,
+		snprintf(why, cap, "%s: %llu bytes, the %s says %lld", p,
+		    (unsigned long long)size, whose,
 		    (long long)json_integer_value(json_object_get(e, "size")));
 	else if (strcmp(got, want) != 0)
-		snprintf(why, cap, "%s: sha256 differs from the manifest", p);
+		snprintf(why, cap, "%s: sha256 differs from the %s", p, whose);
 	else
 		why = NULL;
 	close(fd);
@@ -435,13 +504,187 @@ check_files(struct rc *c, const json_t *s)
 	}
 	json_decref(f);
 	for (i = 0; i < json_array_size(man); i++)
-		if (check_entry(c, dir, json_array_get(man, i), why,
+		if (check_entry(c, dir, json_array_get(man, i), 1, why,
 		    sizeof(why)) != NULL) {
 			report(c, 0, dir, "%s", why);
 			return;
 		}
 	report(c, 1, dir, "%zu captured file%s match the manifest", i,
 	    i == 1 ? "" : "s");
+}
+
+/* A "files" list (of the step folder dir, or of DIR: dir NULL) against
+ * the files: every one there, its size and sha256 the record's. */
+static void
+check_listed(struct rc *c, const json_t *files, const char *dir,
+    const char *what)
+{
+	char why[RR_PATH_MAX + 400];
+	size_t i;
+
+	for (i = 0; i < json_array_size(files); i++)
+		if (check_entry(c, dir, json_array_get(files, i), 0, why,
+		    sizeof(why)) != NULL) {
+			report(c, 0, what, "%s", why);
+			return;
+		}
+	report(c, 1, what, "%zu %sfile%s match the record", i,
+	    dir != NULL ? "other " : "", i == 1 ? "" : "s");
+}
+
+/* --- coverage: every entry of DIR is in the record ----------------------- */
+
+static int
+listed_add(struct rc *c, const char *dir, const char *path)
+{
+	char **nv, *p;
+	size_t n;
+
+	n = (dir != NULL ? strlen(dir) + 1 : 0) + strlen(path) + 1;
+	if ((p = eg_malloc(n)) == NULL)
+		return -1;
+	snprintf(p, n, "%s%s%s", dir != NULL ? dir : "", dir != NULL ? "/" :
+	    "", path);
+	if ((nv = eg_realloc(c->listed, (c->nlisted + 1) *
+	    sizeof(*nv))) == NULL) {
+		eg_free(p);
+		return -1;
+	}
+	c->listed = nv;
+	c->listed[c->nlisted++] = p;
+	return 0;
+}
+
+static int
+strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every path the record lists: its "files", each step's manifest and
+ * "files" under the step's folder; sorted.  0 or -1 (out of memory). */
+static int
+listed_build(struct rc *c)
+{
+	const json_t *steps = json_object_get(c->rec, "steps"), *s, *l;
+	static const char *const lists[] = { "manifest", "files", NULL };
+	char dir[300];
+	size_t i, j, k;
+
+	l = json_object_get(c->rec, "files");
+	for (j = 0; j < json_array_size(l); j++)
+		if (listed_add(c, NULL, jstr(json_array_get(l, j), "path")) ==
+		    -1)
+			return -1;
+	for (i = 0; i < json_array_size(steps); i++) {
+		s = json_array_get(steps, i);
+		step_dir(s, dir, sizeof(dir));
+		for (k = 0; lists[k] != NULL; k++) {
+			l = json_object_get(s, lists[k]);
+			for (j = 0; j < json_array_size(l); j++) {
+				const char *p = jstr(json_array_get(l, j),
+				    "path");
+
+				if (p != NULL && listed_add(c, dir, p) == -1)
+					return -1;
+			}
+		}
+	}
+	if (c->nlisted > 0)
+		qsort(c->listed, c->nlisted, sizeof(*c->listed), strp_cmp);
+	return 0;
+}
+
+/* 1 when path is listed; with prefix, when a listed path is under it. */
+static int
+listed_has(const struct rc *c, const char *path, int prefix)
+{
+	size_t lo = 0, hi = c->nlisted, mid, n = strlen(path);
+	int r;
+
+	/* the first listed path >= path */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(c->listed[mid], path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < c->nlisted; lo++) {
+		r = strncmp(c->listed[lo], path, n);
+		if (r != 0)
+			return 0;
+		if (!prefix && c->listed[lo][n] == '\0')
+			return 1;
+		/* "a/b" sorts after "a.x" and "a-x": look on past them */
+		if (prefix && c->listed[lo][n] == '/')
+			return 1;
+	}
+	return 0;
+}
+
+static void
+uncovered(struct rc *c, const char *fmt, const char *path, const char *what)
+{
+	if (++c->uncovered <= RC_COVER_MAX)
+		report(c, 0, "coverage", fmt, path, what);
+	else
+		c->failed = 1;
+}
+
+static int
+cover_fn(const char *path, const struct stat *st, int err, void *arg)
+{
+	struct rc *c = arg;
+
+	if (st == NULL) {
+		uncovered(c, "%s: %s", path, strerror(err));
+		return 0;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		if (strcmp(path, "steps") == 0 || listed_has(c, path, 1))
+			return 1;
+		uncovered(c, "%s: %s that the record does not list", path,
+		    strcmp(path, RR_PRIV) == 0 ? "the supervisor's private "
+		    "folder (the run did not end), a directory" :
+		    "a directory");
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		uncovered(c, "%s: %s, not a regular file (not opened)", path,
+		    eg_rr_ftype(st->st_mode));
+		return 0;
+	}
+	if (listed_has(c, path, 0) || strcmp(path, "record.json") == 0 ||
+	    strcmp(path, "record.sig") == 0)
+		return 0;
+	if (strcmp(path, RR_LOCK) == 0) {
+		if (st->st_size != 0)
+			uncovered(c, "%s: %s", path, "the supervisor's lock "
+			    "file is not empty");
+		return 0;
+	}
+	uncovered(c, "%s: %s", path, "a file that the record does not list");
+	return 0;
+}
+
+static void
+check_coverage(struct rc *c)
+{
+	if (listed_build(c) == -1) {
+		report(c, 0, "coverage", "out of memory");
+		return;
+	}
+	if (eg_rr_walk(c->dirfd, cover_fn, c) == -1) {
+		report(c, 0, "coverage", "%s: the walk failed", c->dir);
+		return;
+	}
+	if (c->uncovered > RC_COVER_MAX)
+		report(c, 0, "coverage", "%zu more entries that the record "
+		    "does not cover", c->uncovered - RC_COVER_MAX);
+	else if (c->uncovered == 0)
+		report(c, 1, "coverage", "every file of the directory is in the "
+		    "record (%zu listed)", c->nlisted);
 }
 
 /* --- audit.log ---------------------------------------------------------- */
@@ -452,27 +695,36 @@ check_audit(struct rc *c)
 	const json_t *audit = json_object_get(c->rec, "audit");
 	const char *file = jstr(audit, "file"), *paths[1];
 	struct rv_result r;
-	char path[4200], err[512];
-	int fd;
+	char path[RR_PATH_MAX + 400], err[512];
+	mode_t type;
+	int fd, rc;
 
 	/* the file named by the record, but only under DIR */
-	fd = rp_open_beneath(c->dirfd, file, O_RDONLY | O_CLOEXEC);
-	if (fd == -1) {
-		report(c, 0, file, "%s", strerror(errno));
+	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
+		report(c, 0, file, "%s", eg_rr_open_error(errno, type));
 		report(c, 0, "audit head", "no audit log");
 		return;
 	}
-	close(fd);
 	snprintf(path, sizeof(path), "%s/%s", c->dir, file);
 	paths[0] = path;
 	memset(&r, 0, sizeof(r));
-	if (rv_verify_files(paths, 1, c->pubkey, &r, err, sizeof(err)) == -1) {
+	rc = rv_verify_fds(&fd, paths, 1, c->pubkey, &r, err, sizeof(err));
+	close(fd);
+	if (rc == -1) {
 		report(c, 0, file, "%s", err);
 		report(c, 0, "audit head", "the audit log could not be read");
 		return;
 	}
 	if (r.broken)
 		report(c, 0, file, "%s", r.where);
+	else if (c->pubkey != NULL && r.unsigned_tail > 0)
+		/* a replay's log ends with a checkpoint at shutdown: lines
+		 * after the last one are unsigned, perhaps appended */
+		report(c, 0, file, "no verified final checkpoint: the last "
+		    "%llu line%s after the last CHECKPOINT %s not signed",
+		    (unsigned long long)r.unsigned_tail,
+		    r.unsigned_tail == 1 ? "" : "s",
+		    r.unsigned_tail == 1 ? "is" : "are");
 	else if (c->pubkey == NULL)
 		report(c, 1, file, "chain intact, %llu lines (checkpoint "
 		    "signatures not checked: no --pubkey)",
@@ -513,11 +765,12 @@ check_audit_config(struct rc *c)
 	char buf[RV_LINE_MAX + 1];
 	size_t n = 0, vlen = 0;
 	ssize_t r;
+	mode_t type;
 	int fd;
 
-	if ((fd = rp_open_beneath(c->dirfd, file, O_RDONLY | O_CLOEXEC)) ==
-	    -1) {
-		report(c, 0, "audit config", "%s: %s", file, strerror(errno));
+	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
+		report(c, 0, "audit config", "%s: %s", file,
+		    eg_rr_open_error(errno, type));
 		return;
 	}
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) !=
@@ -719,12 +972,13 @@ check_decisions(struct rc *c)
 	char *line, buf[65536], why[512], lwhy[256];
 	uint64_t lines = 0;
 	ssize_t r;
+	mode_t type;
 	int fd, bad = 0, too_long = 0;
 
 	why[0] = '\0';
-	if ((fd = rp_open_beneath(c->dirfd, file, O_RDONLY | O_CLOEXEC)) ==
-	    -1) {
-		report(c, 0, "decisions", "%s: %s", file, strerror(errno));
+	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
+		report(c, 0, "decisions", "%s: %s", file,
+		    eg_rr_open_error(errno, type));
 		return;
 	}
 	cnt = eg_calloc(n ? n : 1, sizeof(*cnt));
@@ -819,8 +1073,11 @@ eg_rr_check(const char *dir, const char *pubkey)
 	c.dirfd = -1;
 	c.dir = dir;
 	c.pubkey = pubkey;
-	if ((c.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-		report(&c, 0, "record.json", "%s: %s", dir, strerror(errno));
+	/* DIR once, not following a symlink; everything through it */
+	if ((c.dirfd = eg_rr_open_dir(dir)) == -1) {
+		report(&c, 0, "record.json", "%s: %s", dir, errno == ELOOP ?
+		    "a symbolic link (not followed: give the record directory "
+		    "itself)" : strerror(errno));
 		goto out;
 	}
 	if (check_record(&c) == -1)
@@ -828,6 +1085,7 @@ eg_rr_check(const char *dir, const char *pubkey)
 	check_sig(&c);
 	check_digest(&c, "plan.ini", "plan_sha256");
 	check_digest(&c, "config.ini", "config_sha256");
+	check_listed(&c, json_object_get(c.rec, "files"), NULL, "files");
 	check_run(&c);
 	c.dirs = eg_rr_step_dirs(c.dirfd, &c.ndirs);
 	if (c.dirs == NULL && c.ndirs == (size_t)-1) {
@@ -836,9 +1094,15 @@ eg_rr_check(const char *dir, const char *pubkey)
 	}
 	steps = json_object_get(c.rec, "steps");
 	for (i = 0; i < json_array_size(steps); i++) {
+		char sdir[300];
+
 		check_receipt(&c, json_array_get(steps, i));
 		check_files(&c, json_array_get(steps, i));
+		step_dir(json_array_get(steps, i), sdir, sizeof(sdir));
+		check_listed(&c, json_object_get(json_array_get(steps, i),
+		    "files"), sdir, sdir);
 	}
+	check_coverage(&c);
 	check_audit(&c);
 	check_audit_config(&c);
 	check_order(&c);
@@ -848,6 +1112,7 @@ out:
 	fputs(closing, stdout);
 	fflush(stdout);
 	eg_rr_strv_free(c.dirs, c.ndirs);
+	eg_rr_strv_free(c.listed, c.nlisted);
 	json_decref(c.rec);
 	if (c.dirfd != -1)
 		close(c.dirfd);
@@ -857,10 +1122,11 @@ out:
 int
 rc_check_main(int argc, char *argv[])
 {
+	static const char *const names[] = { "pubkey", NULL };
 	const char *pubkey = NULL;
 	int i;
 
-	i = eg_rr_opts(argc, argv, "check", "pubkey", &pubkey);
+	i = eg_rr_opts(argc, argv, "check", names, &pubkey);
 	if (i == -2) {
 		fputs(check_usage, stdout);
 		return 0;

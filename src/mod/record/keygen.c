@@ -12,14 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <mbedtls/ecp.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/platform_util.h>
-
 #include "record.h"
 
 static int
-write_new(const char *path, const unsigned char *buf, size_t n, int mode)
+write_new(const char *path, const void *buf, size_t n, int mode)
 {
 	int fd, e;
 	size_t off = 0;
@@ -30,7 +26,7 @@ write_new(const char *path, const unsigned char *buf, size_t n, int mode)
 	if (fd == -1)
 		return -1;
 	while (off < n) {
-		w = write(fd, buf + off, n - off);
+		w = write(fd, (const char *)buf + off, n - off);
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -54,10 +50,8 @@ fail:
 int
 rc_keygen_main(int argc, char *argv[])
 {
-	mbedtls_entropy_context ent;
-	mbedtls_ctr_drbg_context drbg;
-	mbedtls_pk_context pk;
-	unsigned char priv[1024], pub[512];
+	struct eg_key *pk = NULL;
+	char priv[1024], pub[512];
 	char err[256], *pubpath;
 	size_t plen;
 	int rc = 1;
@@ -75,29 +69,25 @@ rc_keygen_main(int argc, char *argv[])
 		eg_free(pubpath);
 		return 1;
 	}
-	if (rc_drbg_init(&ent, &drbg, err, sizeof(err)) == -1) {
+	if ((pk = eg_key_generate(err, sizeof(err))) == NULL) {
 		fprintf(stderr, "egressd: record keygen: %s\n", err);
 		eg_free(pubpath);
 		return 1;
 	}
-	mbedtls_pk_init(&pk);
-	if (mbedtls_pk_setup(&pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY))
-	    != 0 || mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1,
-	    mbedtls_pk_ec(pk), mbedtls_ctr_drbg_random, &drbg) != 0 ||
-	    mbedtls_pk_write_key_pem(&pk, priv, sizeof(priv)) != 0 ||
-	    mbedtls_pk_write_pubkey_pem(&pk, pub, sizeof(pub)) != 0) {
+	if (eg_key_pem(pk, 1, priv, sizeof(priv)) != 0 ||
+	    eg_key_pem(pk, 0, pub, sizeof(pub)) != 0) {
 		fprintf(stderr, "egressd: record keygen: cannot make a "
 		    "key\n");
 		goto out;
 	}
-	plen = strlen((char *)priv);
+	plen = strlen(priv);
 	if (write_new(argv[1], priv, plen, 0600) == -1) {
 		fprintf(stderr, "egressd: record keygen: %s: %s\n", argv[1],
 		    errno == EEXIST ? "exists; not overwritten" :
 		    strerror(errno));
 		goto out;
 	}
-	if (write_new(pubpath, pub, strlen((char *)pub), 0644) == -1) {
+	if (write_new(pubpath, pub, strlen(pub), 0644) == -1) {
 		fprintf(stderr, "egressd: record keygen: %s: %s\n", pubpath,
 		    errno == EEXIST ? "exists; not overwritten" :
 		    strerror(errno));
@@ -108,10 +98,8 @@ rc_keygen_main(int argc, char *argv[])
 	    pubpath);
 	rc = 0;
 out:
-	mbedtls_platform_zeroize(priv, sizeof(priv));
-	mbedtls_pk_free(&pk);
-	mbedtls_ctr_drbg_free(&drbg);
-	mbedtls_entropy_free(&ent);
+	explicit_bzero(priv, sizeof(priv));
+	eg_key_free(pk);
 	eg_free(pubpath);
 	return rc;
 }

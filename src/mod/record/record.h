@@ -1,8 +1,8 @@
 /*
  * record.h: what the record module's files share (SPEC "### record"):
- * hex, base64 and timestamps as the audit log writes them, the random
- * generator, the key loader, and the entry points of its commands.
- * Private to src/mod/record/.
+ * hex and timestamps as the audit log writes them, the checkpoint
+ * message, and the entry points of its commands (keys, hashes, Base64 and
+ * signatures come from the core's crypto.h).  Private to src/mod/record/.
  */
 #ifndef RC_RECORD_H
 #define RC_RECORD_H
@@ -10,16 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
-#include <mbedtls/pk.h>
-
 #include "alloc.h"
+#include "crypto.h"
 #include "module.h"
 
 #define RC_HEX_LEN	64		/* a SHA-256 in hex */
-#define RC_SIG_MAX	MBEDTLS_ECDSA_MAX_LEN	/* DER ECDSA P-256 */
-#define RC_B64_MAX	((RC_SIG_MAX + 2) / 3 * 4 + 1)
+#define RC_SIG_MAX	EG_SIG_MAX	/* DER ECDSA */
+#define RC_B64_MAX	EG_SIG_B64_MAX
 
 extern const struct eg_audit_ops rc_audit_ops;	/* chain.c */
 
@@ -40,12 +37,6 @@ const char *rc_line_chain(const char *p, size_t n, size_t *body,
 /* 2026-11-29T18:00:00.123Z (24 chars + NUL). */
 void	rc_ts(int64_t ms, char out[32]);
 
-/* A CTR-DRBG seeded from the system's entropy; 0 or -1 (err). */
-int	rc_drbg_init(mbedtls_entropy_context *, mbedtls_ctr_drbg_context *,
-	    char *err, size_t errlen);
-/* An ECDSA P-256 private key (PEM) / public key (PEM); 0 or -1. */
-int	rc_load_key(mbedtls_pk_context *, const char *path, int private,
-	    char *err, size_t errlen);
 /* "egressd-checkpoint\n" RUN "\n" N "\n" K "\n" H into buf; length. */
 size_t	rc_ck_message(char *buf, size_t cap, const char *run, size_t runlen,
 	    uint64_t seq, uint64_t lines, const char *head);

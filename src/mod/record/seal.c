@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <mbedtls/base64.h>
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
 
 #include "egress.h"
 #include "alloc.h"
@@ -39,40 +34,95 @@
 #include "record.h"
 #include "seal.h"
 
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (cap), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256((buf), (len), (out), 0)
-#else
-#define PK_SIGN(pk, h, sig, cap, len, rng, prng) \
-	mbedtls_pk_sign((pk), MBEDTLS_MD_SHA256, (h), 32, (sig), (len), \
-	    (rng), (prng))
-#define SHA256(buf, len, out)	mbedtls_sha256_ret((buf), (len), (out), 0)
-#endif
-
 static const char seal_usage[] =
-"usage: egressd record seal [--key KEY] DIR\n";
+"usage: egressd record seal [--key KEY] [--fd N] DIR\n";
 
 /* --- shared helpers ----------------------------------------------------- */
 
-char *
-eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len)
+const char *
+eg_rr_ftype(mode_t m)
 {
-	struct stat st;
+	if (S_ISREG(m))
+		return "a regular file";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "a device";
+	return "not a regular file";
+}
+
+int
+eg_rr_open_reg(int dirfd, const char *path, mode_t *type)
+{
+	struct stat s1, s2;
+	int pfd, fd, saved;
+
+	if (type != NULL)
+		*type = 0;
+	/* look first: O_PATH opens a FIFO or a device without opening it */
+	if ((pfd = rp_open_beneath(dirfd, path, O_PATH)) == -1)
+		return -1;
+	if (fstat(pfd, &s1) == -1) {
+		saved = errno;
+		close(pfd);
+		errno = saved;
+		return -1;
+	}
+	close(pfd);
+	if (type != NULL)
+		*type = s1.st_mode & S_IFMT;
+	if (!S_ISREG(s1.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* O_NONBLOCK: a FIFO swapped in meanwhile does not wait either */
+	fd = rp_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &s2) == -1 || !S_ISREG(s2.st_mode) ||
+	    s1.st_dev != s2.st_dev || s1.st_ino != s2.st_ino) {
+		close(fd);
+		errno = EINVAL;		/* swapped meanwhile */
+		return -1;
+	}
+	return fd;
+}
+
+const char *
+eg_rr_open_error(int err, mode_t type)
+{
+	if (err == EINVAL && S_ISFIFO(type))
+		return "a FIFO, not a regular file (not opened)";
+	if (err == EINVAL && S_ISDIR(type))
+		return "a directory, not a regular file";
+	if (err == EINVAL && S_ISSOCK(type))
+		return "a socket, not a regular file";
+	if (err == EINVAL && (S_ISCHR(type) || S_ISBLK(type)))
+		return "a device, not a regular file (not opened)";
+	if (err == EINVAL)
+		return "not a regular file (replaced while it was opened)";
+	if (err == ELOOP)
+		return "a symbolic link (not followed)";
+	return strerror(err);
+}
+
+char *
+eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len,
+    mode_t *type)
+{
 	char *buf = NULL, *nb;
 	size_t n = 0, cap = 0;
 	ssize_t r;
 	int fd, saved;
 
-	if ((fd = rp_open_beneath(dirfd, path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = eg_rr_open_reg(dirfd, path, type)) == -1)
 		return NULL;
-	if (fstat(fd, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		goto fail;
-	}
 	/* read until EOF, at most max + 1 bytes (one more is "too big") */
 	for (;;) {
 		if (n == cap) {
@@ -122,9 +172,12 @@ eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
 	json_t *v;
 	char *buf;
 	size_t len;
+	mode_t type;
 
-	if ((buf = eg_rr_read_file(dirfd, path, RR_JSON_MAX, &len)) == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if ((buf = eg_rr_read_file(dirfd, path, RR_JSON_MAX, &len, &type)) ==
+	    NULL) {
+		snprintf(err, errlen, "%s: %s", path, eg_rr_open_error(errno,
+		    type));
 		return NULL;
 	}
 	v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
@@ -139,7 +192,8 @@ eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
 static const char *const receipt_keys[] = {
 	"step", "index", "phase", "state", "command_sha256", "pid",
 	"pid_start", "started", "ended", "exit_code", "signal",
-	"termination", "decisions", "env_sha256", "secrets", "note", NULL
+	"termination", "decisions", "env_sha256", "secrets", "note", "usage",
+	NULL
 };
 static const char *const receipt_public_keys[] = { "command", "env", NULL };
 
@@ -320,33 +374,120 @@ eg_rr_strv_free(char **v, size_t n)
 	eg_free(v);
 }
 
+static char	**dir_names(int, size_t *);
+
 char **
 eg_rr_step_dirs(int dirfd, size_t *np)
 {
-	struct dirent *de;
-	char **v = NULL, **nv;
-	size_t n = 0, cap = 0;
-	DIR *d;
-	int fd, saved;
+	char **v;
+	size_t n, i, k;
+	int fd;
 
 	*np = 0;
 	fd = rp_open_beneath(dirfd, "steps", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC);
+	    O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1) {
 		if (errno == ENOENT)
 			return NULL;
 		*np = (size_t)-1;
 		return NULL;
 	}
+	if ((v = dir_names(fd, &n)) == NULL) {
+		*np = (size_t)-1;
+		return NULL;
+	}
+	/* the step folders: no dot files */
+	for (i = k = 0; i < n; i++) {
+		if (v[i][0] == '.')
+			eg_free(v[i]);
+		else
+			v[k++] = v[i];
+	}
+	if (k == 0) {
+		eg_free(v);
+		return NULL;
+	}
+	*np = k;
+	return v;
+}
+
+/* --- signing ------------------------------------------------------------ */
+
+/* base64 of the DER signature of buf's SHA-256 with pk (from path). */
+static int
+sign_buf(struct eg_key *pk, const char *path, const void *buf, size_t len,
+    char *b64, size_t b64cap, size_t *b64len, char *err, size_t errlen)
+{
+	unsigned char hash[EG_SHA256_LEN], sig[EG_SIG_MAX];
+	size_t siglen = 0;
+
+	eg_sha256(buf, len, hash);
+	if (eg_key_sign(pk, hash, sig, &siglen) != 0) {
+		snprintf(err, errlen, "%s: signing failed", path);
+		return -1;
+	}
+	if (eg_b64_encode(sig, siglen, b64, b64cap) != 0) {
+		snprintf(err, errlen, "base64: buffer too small");
+		return -1;
+	}
+	*b64len = strlen(b64);
+	return 0;
+}
+
+/* --- seal --------------------------------------------------------------- */
+
+/* sha256 hex (and size) of the regular file name under dirfd. */
+static int
+file_sha256(int dirfd, const char *name, char out[65], uint64_t *size,
+    char *err, size_t errlen)
+{
+	mode_t type;
+	int fd, rc = -1;
+
+	if ((fd = eg_rr_open_reg(dirfd, name, &type)) == -1) {
+		snprintf(err, errlen, "%s: %s", name, eg_rr_open_error(errno,
+		    type));
+		return -1;
+	}
+	if (rp_sha256_fd(fd, out, size) == -1)
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+	else
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* --- the walk over a record directory ----------------------------------- */
+
+/* deeper folders are an error (each level holds one descriptor) */
+#define WALK_DEPTH	256
+
+struct walk {
+	eg_rr_walk_fn	 fn;
+	void		*arg;
+	char		 path[RR_PATH_MAX];
+};
+
+/* The entries of the directory fd (closed here), sorted; *n of them. */
+static char **
+dir_names(int fd, size_t *np)
+{
+	struct dirent *de;
+	char **v = NULL, **nv;
+	size_t n = 0, cap = 0;
+	DIR *d;
+	int saved;
+
+	*np = 0;
 	if ((d = fdopendir(fd)) == NULL) {
 		saved = errno;
 		close(fd);
 		errno = saved;
-		*np = (size_t)-1;
 		return NULL;
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -364,80 +505,164 @@ eg_rr_step_dirs(int dirfd, size_t *np)
 	if (n > 0)
 		qsort(v, n, sizeof(*v), strp_cmp);
 	*np = n;
+	if (v == NULL)
+		v = eg_malloc(sizeof(*v));	/* empty, not an error */
 	return v;
 fail:
 	saved = errno;
 	eg_rr_strv_free(v, n);
 	closedir(d);
 	errno = saved;
-	*np = (size_t)-1;
 	return NULL;
 }
 
-/* --- signing ------------------------------------------------------------ */
-
-/* base64 of the DER signature of buf's SHA-256 with the key at path. */
 static int
-sign_buf(const char *path, const void *buf, size_t len, char *b64,
-    size_t b64cap, size_t *b64len, char *err, size_t errlen)
+walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 {
-	mbedtls_entropy_context ent;
-	mbedtls_ctr_drbg_context drbg;
-	mbedtls_pk_context pk;
-	unsigned char hash[32], sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
-	size_t siglen = 0;
-	int rc = -1;
+	struct stat st;
+	char **names;
+	size_t n, i, nl;
+	int fd, r, rc = 0;
 
-	if (rc_load_key(&pk, path, 1, err, errlen) == -1)
-		return -1;
-	if (rc_drbg_init(&ent, &drbg, err, errlen) == -1) {
-		mbedtls_pk_free(&pk);
-		return -1;
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return w->fn(w->path, NULL, errno, w->arg) == -1 ? -1 : 0;
+	if ((names = dir_names(fd, &n)) == NULL)
+		return w->fn(w->path, NULL, errno, w->arg) == -1 ? -1 : 0;
+	for (i = 0; i < n && rc == 0; i++) {
+		w->path[plen] = '\0';
+		nl = strlen(names[i]);
+		if (plen + (plen > 0) + nl >= sizeof(w->path)) {
+			if (w->fn(w->path, NULL, ENAMETOOLONG, w->arg) == -1)
+				rc = -1;
+			continue;
+		}
+		if (plen > 0)
+			w->path[plen] = '/';
+		memcpy(w->path + plen + (plen > 0), names[i], nl + 1);
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			if (w->fn(w->path, NULL, errno, w->arg) == -1)
+				rc = -1;
+			continue;
+		}
+		r = w->fn(w->path, &st, 0, w->arg);
+		if (r == -1)
+			rc = -1;
+		else if (r == 1 && S_ISDIR(st.st_mode)) {
+			if (depth >= WALK_DEPTH) {
+				if (w->fn(w->path, NULL, EMLINK, w->arg) == -1)
+					rc = -1;
+				continue;
+			}
+			fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd == -1) {
+				if (w->fn(w->path, NULL, errno, w->arg) == -1)
+					rc = -1;
+				continue;
+			}
+			rc = walk_dir(w, fd, plen + (plen > 0) + nl, depth + 1);
+			close(fd);
+		}
+		w->path[plen] = '\0';
 	}
-	if (SHA256(buf, len, hash) != 0 ||
-	    PK_SIGN(&pk, hash, sig, sizeof(sig), &siglen,
-	    mbedtls_ctr_drbg_random, &drbg) != 0) {
-		snprintf(err, errlen, "%s: signing failed", path);
-		goto out;
-	}
-	if (mbedtls_base64_encode((unsigned char *)b64, b64cap, b64len, sig,
-	    siglen) != 0) {
-		snprintf(err, errlen, "base64: buffer too small");
-		goto out;
-	}
-	rc = 0;
-out:
-	mbedtls_pk_free(&pk);
-	mbedtls_ctr_drbg_free(&drbg);
-	mbedtls_entropy_free(&ent);
+	eg_rr_strv_free(names, n);
 	return rc;
 }
 
-/* --- seal --------------------------------------------------------------- */
-
-/* sha256 hex of the regular file name under dirfd into out. */
-static int
-file_sha256(int dirfd, const char *name, char out[65], char *err,
-    size_t errlen)
+int
+eg_rr_walk(int dirfd, eg_rr_walk_fn fn, void *arg)
 {
-	struct stat st;
-	uint64_t size;
-	int fd, rc = -1;
+	struct walk w;
 
-	if ((fd = rp_open_beneath(dirfd, name, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+	w.fn = fn;
+	w.arg = arg;
+	w.path[0] = '\0';
+	return walk_dir(&w, dirfd, 0, 0);
+}
+
+/* A files entry: {"path","sha256","size"}. */
+static json_t *
+file_entry(const char *path, const char *hex, uint64_t size)
+{
+	return json_pack("{s:s,s:s,s:I}", "path", path, "sha256", hex,
+	    "size", (json_int_t)size);
+}
+
+/* What the seal's walk collects. */
+struct sealwalk {
+	int		 dirfd;
+	json_t		*top;		/* "files" of DIR */
+	json_t		*steps;		/* the record's steps */
+	char		**dirs;		/* their folder names */
+	size_t		 ndirs;
+	char		*err;
+	size_t		 errlen;
+};
+
+/* 1 when the manifest m lists path. */
+static int
+in_manifest(const json_t *m, const char *path)
+{
+	size_t i;
+	const char *p;
+
+	for (i = 0; i < json_array_size(m); i++)
+		if ((p = json_string_value(json_object_get(json_array_get(m,
+		    i), "path"))) != NULL && strcmp(p, path) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+seal_walk_fn(const char *path, const struct stat *st, int err, void *arg)
+{
+	struct sealwalk *w = arg;
+	char hex[65];
+	const char *rel;
+	json_t *list = w->top, *st_obj;
+	uint64_t size;
+	size_t i, dl;
+
+	if (st == NULL) {
+		snprintf(w->err, w->errlen, "%s: %s", path, strerror(err));
 		return -1;
 	}
-	if (fstat(fd, &st) == -1)
-		snprintf(err, errlen, "%s: %s", name, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		snprintf(err, errlen, "%s: not a regular file", name);
-	else if (rp_sha256_fd(fd, out, &size) == -1)
-		snprintf(err, errlen, "%s: %s", name, strerror(errno));
-	else
-		rc = 0;
-	close(fd);
-	return rc;
+	/* the record itself and the supervisor's lock and private folder
+	 * (gone once every step is final) are not listed */
+	if (strcmp(path, "record.json") == 0 ||
+	    strcmp(path, "record.sig") == 0 || strcmp(path, RR_PRIV) == 0 ||
+	    (strcmp(path, RR_LOCK) == 0 && S_ISREG(st->st_mode)))
+		return 0;
+	if (S_ISDIR(st->st_mode))
+		return 1;
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(w->err, w->errlen, "%s: %s: a record directory holds "
+		    "only regular files and directories", path,
+		    eg_rr_ftype(st->st_mode));
+		return -1;
+	}
+	rel = path;
+	for (i = 0; i < w->ndirs; i++) {
+		dl = strlen(w->dirs[i]);
+		if (strncmp(path, "steps/", 6) == 0 &&
+		    strncmp(path + 6, w->dirs[i], dl) == 0 &&
+		    path[6 + dl] == '/') {
+			st_obj = json_array_get(w->steps, i);
+			rel = path + 6 + dl + 1;
+			if (in_manifest(json_object_get(st_obj, "manifest"),
+			    rel))
+				return 0;
+			list = json_object_get(st_obj, "files");
+			break;
+		}
+	}
+	if (file_sha256(w->dirfd, path, hex, &size, w->err, w->errlen) == -1)
+		return -1;
+	if (json_array_append_new(list, file_entry(rel, hex, size)) == -1) {
+		snprintf(w->err, w->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static json_t *
@@ -453,6 +678,50 @@ run_part(const json_t *run)
 		    (v = json_object_get(run, keys[i])) != NULL ? v :
 		    json_null());
 	return out;
+}
+
+/*
+ * The run's use of the credential routes: the steps' "usage" summed per
+ * route (SPEC "Routes", Meter), as "usage" of the record when any step
+ * used a route.
+ */
+static void
+usage_sum(json_t *rec, const json_t *steps)
+{
+	static const char *const f[] = { "requests", "tokens_in",
+	    "tokens_out" };
+	json_t *sum = json_object(), *st, *u, *rv, *acc;
+	const char *rk;
+	size_t i, k;
+
+	if (sum == NULL)
+		return;
+	json_array_foreach(steps, i, st) {
+		u = json_object_get(st, "usage");
+		if (!json_is_object(u))
+			continue;
+		json_object_foreach(u, rk, rv) {
+			if (!json_is_object(rv))
+				continue;
+			if ((acc = json_object_get(sum, rk)) == NULL) {
+				acc = json_pack("{s:I,s:I,s:I}", f[0],
+				    (json_int_t)0, f[1], (json_int_t)0, f[2],
+				    (json_int_t)0);
+				if (acc == NULL)
+					continue;
+				json_object_set_new(sum, rk, acc);
+			}
+			for (k = 0; k < 3; k++)
+				json_object_set_new(acc, f[k], json_integer(
+				    json_integer_value(json_object_get(acc,
+				    f[k])) + json_integer_value(
+				    json_object_get(rv, f[k]))));
+		}
+	}
+	if (json_object_size(sum) > 0)
+		json_object_set_new(rec, "usage", sum);
+	else
+		json_decref(sum);
 }
 
 /* The steps array: each filtered receipt with its manifest. */
@@ -511,21 +780,93 @@ fail:
 	return NULL;
 }
 
+static int
+entry_cmp(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a,
+	    "path")), json_string_value(json_object_get(*(json_t *const *)b,
+	    "path")));
+}
+
+/* A files list sorted by path (byte order: what record check wants, so
+ * that it finds a duplicate in one pass). */
+static int
+sort_files(json_t *list)
+{
+	json_t **v;
+	size_t n = json_array_size(list), i;
+
+	if (n < 2)
+		return 0;
+	if ((v = eg_malloc(n * sizeof(*v))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(list, i));
+	qsort(v, n, sizeof(*v), entry_cmp);
+	json_array_clear(list);
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, v[i]);
+	eg_free(v);
+	return 0;
+}
+
+/* The steps part with every file the walk finds listed ("files"). */
+static int
+files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
+{
+	struct sealwalk w;
+	size_t i, n;
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.dirs = eg_rr_step_dirs(dirfd, &n);
+	if (w.dirs == NULL && n == (size_t)-1) {
+		snprintf(err, errlen, "steps: %s", strerror(errno));
+		return -1;
+	}
+	w.ndirs = n;
+	w.dirfd = dirfd;
+	w.top = top;
+	w.steps = steps;
+	w.err = err;
+	w.errlen = errlen;
+	for (i = 0; i < json_array_size(steps); i++)
+		json_object_set_new(json_array_get(steps, i), "files",
+		    json_array());
+	rc = eg_rr_walk(dirfd, seal_walk_fn, &w);
+	eg_rr_strv_free(w.dirs, w.ndirs);
+	for (i = 0; rc == 0 && i < json_array_size(steps); i++)
+		rc = sort_files(json_object_get(json_array_get(steps, i),
+		    "files"));
+	if (rc == 0)
+		rc = sort_files(top);
+	if (rc == -1 && err[0] == '\0')
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}
+
 int
-eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
+eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 {
 	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
 	const char *const *m;
-	json_t *run = NULL, *rec = NULL, *mods, *steps;
+	json_t *run = NULL, *rec = NULL, *mods, *steps, *top;
+	struct eg_key *pk = NULL;
+	struct stat st;
 	uint64_t lines = 0;
 	size_t len, b64len;
-	int dirfd, fd, public, rc = -1;
+	mode_t type;
+	int fd, public, rc = -1;
 
 	err[0] = '\0';
-	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+	if (fstat(dirfd, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
 		return -1;
 	}
+	/* the key first: one that group or others may read is refused
+	 * before anything is written */
+	if (key != NULL && (pk = eg_key_load(key, 1, err, errlen)) == NULL)
+		return -1;
 	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
 		goto out;
 	if (!json_is_object(run) ||
@@ -535,14 +876,17 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 		goto out;
 	}
 	public = json_is_true(json_object_get(run, "public"));
-	if (file_sha256(dirfd, "plan.ini", plan, err, errlen) == -1 ||
-	    file_sha256(dirfd, "config.ini", conf, err, errlen) == -1)
+	if (file_sha256(dirfd, "plan.ini", plan, NULL, err, errlen) == -1 ||
+	    file_sha256(dirfd, "config.ini", conf, NULL, err, errlen) == -1)
 		goto out;
-	fd = rp_open_beneath(dirfd, "audit.log", O_RDONLY | O_CLOEXEC);
-	if (fd == -1 || eg_rr_audit_tail(fd, &lines, head) == -1) {
+	if ((fd = eg_rr_open_reg(dirfd, "audit.log", &type)) == -1) {
+		snprintf(err, errlen, "audit.log: %s", eg_rr_open_error(errno,
+		    type));
+		goto out;
+	}
+	if (eg_rr_audit_tail(fd, &lines, head) == -1) {
 		snprintf(err, errlen, "audit.log: %s", strerror(errno));
-		if (fd != -1)
-			close(fd);
+		close(fd);
 		goto out;
 	}
 	close(fd);
@@ -553,11 +897,17 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	}
 	if ((steps = steps_part(dirfd, public, err, errlen)) == NULL)
 		goto out;
+	if ((top = json_array()) == NULL ||
+	    files_part(dirfd, steps, top, err, errlen) == -1) {
+		json_decref(top);
+		json_decref(steps);
+		goto out;
+	}
 	mods = json_array();
 	for (m = egress_modules(); *m != NULL; m++)
 		json_array_append_new(mods, json_string(*m));
 	rec = json_pack("{s:i,s:{s:s,s:o},s:o,s:s,s:s,s:o,s:{s:s,s:I,s:s},"
-	    "s:b}",
+	    "s:b,s:o}",
 	    "egressd_record", 1,
 	    "egressd", "version", egress_version(), "modules", mods,
 	    "run", run_part(run),
@@ -566,16 +916,18 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 	    "steps", steps,
 	    "audit", "file", "audit.log", "lines", (json_int_t)lines,
 	    "chain_head", head,
-	    "public", public);
+	    "public", public,
+	    "files", top);
 	if (rec == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
+	usage_sum(rec, steps);
 	if ((buf = eg_rr_canon_dump(rec, &len)) == NULL) {
 		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
 		    "a value cannot be written canonically (a real number, "
-		    "or invalid UTF-8, in run.json or a receipt)" :
-		    strerror(errno));
+		    "or invalid UTF-8, in run.json, a receipt or a file "
+		    "name)" : strerror(errno));
 		goto out;
 	}
 	if (rp_write_atomic(dirfd, "record.json", buf, len, 0644) == -1) {
@@ -589,8 +941,8 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
 			goto out;
 		}
 	} else {
-		if (sign_buf(key, buf, len, b64, sizeof(b64) - 1, &b64len,
-		    err, errlen) == -1)
+		if (sign_buf(pk, key, buf, len, b64, sizeof(b64) - 1,
+		    &b64len, err, errlen) == -1)
 			goto out;
 		b64[b64len++] = '\n';
 		if (rp_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
@@ -605,6 +957,38 @@ out:
 	eg_free(buf);
 	json_decref(rec);
 	json_decref(run);
+	eg_key_free(pk);
+	return rc;
+}
+
+int
+eg_rr_open_dir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	/* O_DIRECTORY|O_NOFOLLOW on a symlink is ENOTDIR: say ELOOP */
+	if (fd == -1 && errno == ENOTDIR &&
+	    fstatat(AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		errno = ELOOP;
+	return fd;
+}
+
+int
+eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
+{
+	int dirfd, rc;
+
+	if ((dirfd = eg_rr_open_dir(dir)) == -1) {
+		snprintf(err, errlen, "%s", errno == ELOOP ? "a symbolic link "
+		    "(not followed: give the record directory itself)" :
+		    strerror(errno));
+		return -1;
+	}
+	rc = eg_rr_seal_at(dirfd, key, err, errlen);
 	close(dirfd);
 	return rc;
 }
@@ -613,14 +997,15 @@ out:
  * Options without getopt(3): replay calls "record seal" from several job
  * threads at once (-j N), and getopt's optind is process-global.  argv[0]
  * is the subcommand; "--NAME VALUE", "--NAME=VALUE", "-h"/"--help" and
- * "--" are understood.  Returns the index of the first operand, -1 after
- * a usage error (message printed), -2 for --help.
+ * "--" are understood, for each NAME of names (NULL-terminated; its value
+ * in values[i]).  Returns the index of the first operand, -1 after a
+ * usage error (message printed), -2 for --help.
  */
 int
-eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
-    const char **value)
+eg_rr_opts(int argc, char *argv[], const char *cmd,
+    const char *const *names, const char **values)
 {
-	size_t nl = strlen(name);
+	size_t nl, k;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -632,20 +1017,28 @@ eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
 			return -2;
 		if (a[0] != '-' || a[1] == '\0')
 			return i;
-		if (strncmp(a, "--", 2) == 0 && strncmp(a + 2, name, nl) == 0 &&
-		    a[2 + nl] == '=') {
-			*value = a + 3 + nl;
-			continue;
-		}
-		if (strncmp(a, "--", 2) == 0 && strcmp(a + 2, name) == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "egressd record %s: --%s needs "
-				    "a value\n", cmd, name);
-				return -1;
+		for (k = 0; names[k] != NULL; k++) {
+			nl = strlen(names[k]);
+			if (strncmp(a, "--", 2) != 0 ||
+			    strncmp(a + 2, names[k], nl) != 0)
+				continue;
+			if (a[2 + nl] == '=') {
+				values[k] = a + 3 + nl;
+				break;
 			}
-			*value = argv[++i];
-			continue;
+			if (a[2 + nl] == '\0') {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "egressd record %s: "
+					    "--%s needs a value\n", cmd,
+					    names[k]);
+					return -1;
+				}
+				values[k] = argv[++i];
+				break;
+			}
 		}
+		if (names[k] != NULL)
+			continue;
 		fprintf(stderr, "egressd record %s: unknown option '%.80s'\n",
 		    cmd, a);
 		return -1;
@@ -656,11 +1049,13 @@ eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
 int
 rc_seal_main(int argc, char *argv[])
 {
-	const char *key = NULL;
-	char err[1024];
-	int i;
+	static const char *const names[] = { "key", "fd", NULL };
+	const char *vals[2] = { NULL, NULL };
+	char err[1024], *end;
+	long fd;
+	int i, rc;
 
-	i = eg_rr_opts(argc, argv, "seal", "key", &key);
+	i = eg_rr_opts(argc, argv, "seal", names, vals);
 	if (i == -2) {
 		fputs(seal_usage, stdout);
 		return 0;
@@ -669,7 +1064,25 @@ rc_seal_main(int argc, char *argv[])
 		fputs(seal_usage, stderr);
 		return 2;
 	}
-	if (eg_rr_seal(argv[i], key, err, sizeof(err)) == -1) {
+	if (vals[1] == NULL)
+		rc = eg_rr_seal(argv[i], vals[0], err, sizeof(err));
+	else {
+		/* the directory open at descriptor N; DIR only names it */
+		errno = 0;
+		fd = strtol(vals[1], &end, 10);
+		if (errno != 0 || end == vals[1] || *end != '\0' || fd < 0 ||
+		    fd > INT_MAX) {
+			fprintf(stderr, "egressd record seal: --fd '%.40s': "
+			    "not a descriptor number\n%s", vals[1],
+			    seal_usage);
+			return 2;
+		}
+		rc = eg_rr_seal_at((int)fd, vals[0], err, sizeof(err));
+		if (rc == -1 && strcmp(err, "not a directory") == 0)
+			snprintf(err, sizeof(err), "--fd %ld: not a descriptor "
+			    "of an open directory", fd);
+	}
+	if (rc == -1) {
 		fprintf(stderr, "egressd record seal: %s: %s\n", argv[i], err);
 		return 1;
 	}

@@ -9,22 +9,43 @@
 #ifndef RR_SEAL_H
 #define RR_SEAL_H
 
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
-/* rc_seal_main(): "seal [--key KEY] DIR": exit status 0 sealed, 1
- * failed, 2 usage.  rc_check_main(): "check [--pubkey PUB] DIR": 0 every
- * check passed, 1 not, 2 usage.  Both in record.h. */
+/* rc_seal_main(): "seal [--key KEY] [--fd N] DIR": exit status 0
+ * sealed, 1 failed, 2 usage.  rc_check_main(): "check [--pubkey PUB]
+ * DIR": 0 every check passed, 1 not, 2 usage.  Both in record.h. */
 
 /*
- * Seal the record directory dir: record.json (canonical, atomic) and,
- * with key (an ECDSA P-256 private key, PEM), record.sig; without a key
- * a stale record.sig is removed.  0, or -1 with a message in err.
+ * Seal the record directory open at dirfd: record.json (canonical,
+ * atomic) and, with key (an ECDSA P-256 private key, PEM), record.sig;
+ * without a key a stale record.sig is removed.  Every file is reached
+ * relative to dirfd, without following a symlink; every regular file of
+ * the directory is listed by digest (record.json's "files" and each
+ * step's "files", the manifests' files apart) except record.json,
+ * record.sig, the supervisor's RR_LOCK and RR_PRIV; any other kind of
+ * file refuses the seal.  0, or -1 with a message in err.
  */
+int	eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen);
+/* The same for the directory dir, opened once without following a
+ * symlink (a symlink is refused). */
 int	eg_rr_seal(const char *dir, const char *key, char *err,
 	    size_t errlen);
+/* open(2) of a record directory as seal and check do it: O_DIRECTORY,
+ * O_NOFOLLOW, O_NONBLOCK.  An fd, or -1 with errno (ELOOP: a symlink). */
+int	eg_rr_open_dir(const char *dir);
+
+/* The supervisor's files at DIR's top that the record does not list:
+ * its lock (regular and empty) and its private folder (removed when
+ * every step is final; record check reports one still there). */
+#define RR_LOCK		".lock"
+#define RR_PRIV		".private"
+/* Longest path under a record directory that seal and check walk. */
+#define RR_PATH_MAX	4096
 
 /* --- shared by seal.c and check.c --------------------------------------- */
 
@@ -32,12 +53,37 @@ int	eg_rr_seal(const char *dir, const char *key, char *err,
 #define RR_JSON_MAX	(16u << 20)
 
 /*
- * The whole regular file path under dirfd (no symlinks, no ".."), at
- * most max bytes, NUL-terminated, in a malloc'd buffer.  NULL with errno
- * (EFBIG beyond max, EINVAL not a regular file).
+ * Open the regular file path under dirfd for reading without blocking
+ * and without following a symlink (no ".." either): an O_PATH look and
+ * its type first, so that a FIFO or a device is never opened, then
+ * O_RDONLY|O_NONBLOCK, the same file (device and inode) again.  An fd,
+ * or -1 with errno (EINVAL: not a regular file, its type in *type when
+ * type is not NULL; ELOOP: a symlink).
+ */
+int	eg_rr_open_reg(int dirfd, const char *path, mode_t *type);
+/* "a FIFO", "a symbolic link", ... for a st_mode. */
+const char *eg_rr_ftype(mode_t mode);
+/* What went wrong in eg_rr_open_reg (errno, *type), for a message. */
+const char *eg_rr_open_error(int err, mode_t type);
+/*
+ * The whole regular file path under dirfd (eg_rr_open_reg), at most max
+ * bytes, NUL-terminated, in a malloc'd buffer.  NULL with errno (EFBIG
+ * beyond max, EINVAL not a regular file: *type, when not NULL, says
+ * what it is).
  */
 char	*eg_rr_read_file(int dirfd, const char *path, size_t max,
-	    size_t *len);
+	    size_t *len, mode_t *type);
+
+/*
+ * Walk every entry under dirfd, depth first, each folder's names sorted,
+ * never following a symlink and opening nothing but directories.  fn
+ * gets the path relative to dirfd and its lstat (or st NULL and an
+ * errno when an entry cannot be read); it returns 1 to enter a
+ * directory, 0 to go on, -1 to stop (eg_rr_walk then returns -1).
+ */
+typedef int (*eg_rr_walk_fn)(const char *path, const struct stat *st,
+	    int err, void *arg);
+int	eg_rr_walk(int dirfd, eg_rr_walk_fn fn, void *arg);
 /* path under dirfd parsed as JSON (duplicate keys refused); NULL with a
  * message "PATH: reason" in err. */
 json_t	*eg_rr_load_json(int dirfd, const char *path, char *err,
@@ -67,10 +113,10 @@ int	eg_rr_audit_tail(int fd, uint64_t *lines, char head[65]);
 char	**eg_rr_step_dirs(int dirfd, size_t *n);
 void	eg_rr_strv_free(char **v, size_t n);
 
-/* argv[1..] of "record CMD": the one option --NAME VALUE into *value;
- * the index of the operand, -1 usage error (printed), -2 --help.
- * Thread-safe (no getopt). */
-int	eg_rr_opts(int argc, char *argv[], const char *cmd, const char *name,
-	    const char **value);
+/* argv[1..] of "record CMD": the options --NAME VALUE for each NAME of
+ * names (NULL-terminated) into values[i]; the index of the operand, -1
+ * usage error (printed), -2 --help.  Thread-safe (no getopt). */
+int	eg_rr_opts(int argc, char *argv[], const char *cmd,
+	    const char *const *names, const char **values);
 
 #endif

@@ -22,10 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <mbedtls/base64.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
-
 #include "record.h"
 #include "verify.h"
 
@@ -46,7 +42,7 @@ struct vl {
 
 struct vfile {
 	const char	*path;
-	mbedtls_pk_context *pk;		/* NULL: signatures not checked */
+	struct eg_key	*pk;		/* NULL: signatures not checked */
 	int		*sig_ok_seen;	/* a checkpoint verified (any file) */
 	const char	*cont;		/* previous file's last chain, or NULL */
 	uint64_t	 lineno;
@@ -269,11 +265,9 @@ check_ck(struct vfile *f, const struct vl *l)
 	ml = rc_ck_message(msg, sizeof(msg), f->run, strlen(f->run), seq,
 	    lines, f->h1);
 	if (ml == 0 || sl > RC_B64_MAX ||
-	    mbedtls_base64_decode(der, sizeof(der), &dl,
-	    (const unsigned char *)sig, sl) != 0 ||
-	    mbedtls_sha256_ret((const unsigned char *)msg, ml, hash, 0) != 0 ||
-	    mbedtls_pk_verify(f->pk, MBEDTLS_MD_SHA256, hash, sizeof(hash),
-	    der, dl) != 0) {
+	    eg_b64_decode(sig, sl, der, sizeof(der), &dl) != 0 ||
+	    (eg_sha256(msg, ml, hash), eg_key_verify(f->pk, hash, der,
+	    dl) != 0)) {
 		if (*f->sig_ok_seen)
 			vbreak(f, f->lineno, "bad signature");
 		else
@@ -433,12 +427,12 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 }
 
 static int
-verify(const char *const *paths, size_t n, const char *buf, size_t blen,
-    const char *pubkey, struct rv_result *r,
+verify(const char *const *paths, const int *fds, size_t n, const char *buf,
+    size_t blen, const char *pubkey, struct rv_result *r,
     void (*cb)(const struct rv_file_report *, void *), void *arg,
     char *err, size_t errlen)
 {
-	mbedtls_pk_context pk;
+	struct eg_key *pk = NULL;
 	struct vfile f;
 	struct rv_file_report rep;
 	char *blk = NULL, *lbuf = NULL, *pbuf = NULL, last[RC_HEX_LEN + 1];
@@ -447,7 +441,8 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 	const char *nl;
 
 	memset(r, 0, sizeof(*r));
-	if (pubkey != NULL && rc_load_key(&pk, pubkey, 0, err, errlen) == -1)
+	if (pubkey != NULL &&
+	    (pk = eg_key_load(pubkey, 0, err, errlen)) == NULL)
 		return -1;
 	if ((blk = eg_malloc(buf == NULL ? RV_BLOCK : 1)) == NULL ||
 	    (lbuf = eg_malloc(RV_LINE_MAX)) == NULL ||
@@ -458,7 +453,7 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 	for (i = 0; i < (buf != NULL ? 1 : n); i++) {
 		memset(&f, 0, sizeof(f));
 		f.path = buf != NULL ? "(buffer)" : paths[i];
-		f.pk = pubkey != NULL ? &pk : NULL;
+		f.pk = pk;
 		f.sig_ok_seen = &sig_ok;
 		f.cont = have_last ? last : NULL;
 		f.pbuf = pbuf;
@@ -478,7 +473,10 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 			}
 			finish(&f, blen > 0 && buf[blen - 1] != '\n', 0);
 		} else {
-			if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) == -1) {
+			if (fds != NULL)
+				fd = fds[i];
+			else if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) ==
+			    -1) {
 				snprintf(err, errlen, "%s: %s", paths[i],
 				    strerror(errno));
 				goto out;
@@ -486,11 +484,20 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 			if (run_fd(&f, fd, blk, lbuf) == -1) {
 				snprintf(err, errlen, "%s: %s", paths[i],
 				    strerror(errno));
-				close(fd);
+				if (fds == NULL)
+					close(fd);
 				goto out;
 			}
-			close(fd);
+			if (fds == NULL)
+				close(fd);
 		}
+		/* with a key, a file without a checkpoint is not signed at
+		 * all: checkpoints removed and the chain recomputed look so */
+		if (pubkey != NULL && f.nck == 0)
+			vbreak(&f, f.lineno > 0 ? f.lineno : 1, "no CHECKPOINT "
+			    "line: with --pubkey every file must carry a "
+			    "verified checkpoint (a log written without "
+			    "audit_key, or its checkpoints removed)");
 		if (f.broken && !r->broken) {
 			r->broken = 1;
 			memcpy(r->where, f.where, sizeof(r->where));
@@ -498,6 +505,7 @@ verify(const char *const *paths, size_t n, const char *buf, size_t blen,
 		if (r->run[0] == '\0')
 			memcpy(r->run, f.first_run, sizeof(r->run));
 		r->lines = f.lineno;
+		r->checkpoints = f.nck;
 		r->unsigned_tail = f.since;
 		if (f.have1) {
 			memcpy(last, f.h1, sizeof(last));
@@ -521,8 +529,7 @@ out:
 	eg_free(blk);
 	eg_free(lbuf);
 	eg_free(pbuf);
-	if (pubkey != NULL)
-		mbedtls_pk_free(&pk);
+	eg_key_free(pk);
 	return rc;
 }
 
@@ -530,7 +537,16 @@ int
 rv_verify_files(const char *const *paths, size_t n, const char *pubkey,
     struct rv_result *r, char *err, size_t errlen)
 {
-	return verify(paths, n, NULL, 0, pubkey, r, NULL, NULL, err, errlen);
+	return verify(paths, NULL, n, NULL, 0, pubkey, r, NULL, NULL, err,
+	    errlen);
+}
+
+int
+rv_verify_fds(const int *fds, const char *const *names, size_t n,
+    const char *pubkey, struct rv_result *r, char *err, size_t errlen)
+{
+	return verify(names, fds, n, NULL, 0, pubkey, r, NULL, NULL, err,
+	    errlen);
 }
 
 int
@@ -538,7 +554,8 @@ rv_verify_files_cb(const char *const *paths, size_t n, const char *pubkey,
     struct rv_result *r, void (*cb)(const struct rv_file_report *, void *),
     void *arg, char *err, size_t errlen)
 {
-	return verify(paths, n, NULL, 0, pubkey, r, cb, arg, err, errlen);
+	return verify(paths, NULL, n, NULL, 0, pubkey, r, cb, arg, err,
+	    errlen);
 }
 
 int
@@ -546,7 +563,7 @@ rv_verify_buf(const char *buf, size_t len, struct rv_result *r)
 {
 	char err[256];
 
-	return verify(NULL, 1, buf, len, NULL, r, NULL, NULL, err,
+	return verify(NULL, NULL, 1, buf, len, NULL, r, NULL, NULL, err,
 	    sizeof(err));
 }
 

@@ -18,15 +18,23 @@ struct rv_result {
 	int		broken;		/* 0 intact */
 	char		where[512];	/* "LOG:LINE: reason" of the first break */
 	uint64_t	unsigned_tail;	/* lines after the last checkpoint */
+	uint64_t	checkpoints;	/* checkpoints of the last file */
 };
 
 /*
  * Verify files in order (START continuity across them); pubkey NULL:
- * signatures not checked.  0 done (see r->broken), -1 error in err (a
- * file that cannot be read, a bad public key).
+ * signatures not checked; with pubkey, a file without a checkpoint is a
+ * break (a log written unsigned, or stripped of its checkpoints).  0
+ * done (see r->broken), -1 error in err (a file that cannot be read, a
+ * bad public key).
  */
 int	rv_verify_files(const char *const *paths, size_t n, const char *pubkey,
 	    struct rv_result *r, char *err, size_t errlen);
+/* The same over open descriptors (read from their offset, not closed);
+ * names[i] is fds[i]'s name in messages. */
+int	rv_verify_fds(const int *fds, const char *const *names, size_t n,
+	    const char *pubkey, struct rv_result *r, char *err,
+	    size_t errlen);
 
 /* Per file, for the command line: called once per file when it is done
  * (where is "" when the file is intact). */

@@ -478,6 +478,9 @@ rp_capture_step(const struct rp_capture *c, char *err, size_t errlen)
 	}
 	capture_output(&k, "stdout");
 	capture_output(&k, "stderr");
+	/* the keeper copied the output; dead, what came after is lost */
+	if (c->keeper_died)
+		gap(&k, "keeper_died", NULL);
 	wfd = open(c->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (i = 0; i < c->nfiles; i++) {
 		if (strcmp(c->files[i], "patch") == 0) {

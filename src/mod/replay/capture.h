@@ -46,6 +46,9 @@ struct rp_capture {
 	const struct rp_secret	 *secrets;	/* every [replay] secret */
 	size_t			  nsecrets;
 	uint64_t		  max_file;	/* bytes per captured file */
+	int			  keeper_died;	/* no exit record: the output
+						   after its death is lost
+						   (gap keeper_died) */
 };
 /*
  * Capture a step: stdout, stderr (from rawfd, redacted), files/… (each

@@ -38,6 +38,7 @@ struct job {
 	const char		*plan_path;
 	char			 dir[PATH_MAX];
 	int			 dirfd, privfd, stepsfd;
+	int			 lockfd;	/* DIR/.lock, flock'd */
 	char			 session[RP_NAME_MAX + 1];
 	char			 sock[PATH_MAX];
 	char			 tcp[64];
@@ -47,6 +48,7 @@ struct job {
 	struct proxy		*px;
 	const char		*key;
 	int			 resume;
+	const char		*force;		/* --force --reason TEXT */
 	int			 exit;
 	int			 started;	/* thread started */
 	pthread_t		 tid;
@@ -54,6 +56,10 @@ struct job {
 	atomic_int		 done;
 	atomic_ullong		 cnt[RP_MAX_STEPS][3];
 	int			 cnt_valid[RP_MAX_STEPS];
+	/* route usage per step, from CLOSE lines (umtx) */
+	pthread_mutex_t		 umtx;
+	struct rp_usage		 usage[RP_MAX_STEPS][RP_USAGE_MAX];
+	size_t			 nusage[RP_MAX_STEPS];
 };
 
 /* SIGINT/SIGTERM received by the supervisor (0: none); the main
@@ -71,6 +77,9 @@ void	 eg_rp_uuid4(char out[37]);
 void	 eg_rp_step_dirname(const struct rp_plan *p, size_t i, char *out,
 	    size_t len);
 int	 eg_rp_has_module(const char *name);
+void	 eg_rp_fd_path(int fd, char *out, size_t len);
+int	 eg_rp_dir_moved(int dirfd, const char *path);
+int	 eg_rp_lock(int dirfd, int *lockfd, long *holder);
 int	 eg_rp_expand_record(const char *tmpl, const char *base, time_t t,
 	    char *out, size_t len);
 

@@ -107,8 +107,12 @@ tree_empty(void)
 }
 
 /*
- * argv: --keeper STEPDIR RAWDIR WORKDIR CAP DEADLINE_MS -- CMD ARGS...
- * (argv[0] is "replay").
+ * argv: --keeper STEPDIR RAWDIR WORKDIR CAP DEADLINE_MS [--launch-fd] --
+ * CMD ARGS... (argv[0] is "replay").  With --launch-fd, CMD (egressd run
+ * for a sandboxed step) gets the launch-status pipe as descriptor 3 and
+ * reports there when the step's own command was never started (no
+ * sandbox, exec failure inside it): launch_failed, not the exit status
+ * of egressd run.
  */
 int
 eg_rp_keeper_main(int argc, char *argv[])
@@ -124,12 +128,16 @@ eg_rp_keeper_main(int argc, char *argv[])
 	int64_t deadline, grace = 0, t, now;
 	pid_t child;
 	int po[2], pe[2], px[2], sfd, stepfd, rawfd, status = 0, done = 0;
-	int stage = 0, i, npfd, tmo, exec_errno = 0, nul, tfd;
+	int stage = 0, i, npfd, tmo, exec_errno = 0, nul, tfd, lfd = 0, c0;
 	char *end;
 	ssize_t n;
 
-	if (argc < 9 || strcmp(argv[7], "--") != 0)
+	if (argc >= 10 && strcmp(argv[7], "--launch-fd") == 0 &&
+	    strcmp(argv[8], "--") == 0)
+		lfd = 1;
+	else if (argc < 9 || strcmp(argv[7], "--") != 0)
 		return 2;
+	c0 = lfd ? 9 : 8;	/* the command */
 	stepdir = argv[2];
 	rawdir = argv[3];
 	workdir = argv[4];
@@ -192,9 +200,13 @@ eg_rp_keeper_main(int argc, char *argv[])
 		if (nul == -1 || dup2(nul, 0) == -1 || dup2(po[1], 1) == -1 ||
 		    dup2(pe[1], 2) == -1)
 			_exit(127);
-		execvp(argv[8], argv + 8);
+		/* fd 3 without close-on-exec: the launcher's to write */
+		if (lfd && (px[1] == 3 ? fcntl(3, F_SETFD, 0) :
+		    dup2(px[1], 3)) == -1)
+			_exit(127);
+		execvp(argv[c0], argv + c0);
 		i = errno;
-		dprintf(2, "egressd replay: cannot execute %s: %s\n", argv[8],
+		dprintf(2, "egressd replay: cannot execute %s: %s\n", argv[c0],
 		    strerror(i));
 		(void)write(px[1], &i, sizeof(i));
 		_exit(i == ENOENT ? 127 : 126);
@@ -308,8 +320,14 @@ finish:
 		}
 	}
 	if (exec_errno != 0) {
+		/* the launcher's status when it ran (egressd run: 127, or 3
+		 * for no sandbox), else what an exec failure gives */
 		x.has_exit = 1;
-		x.exit_code = exec_errno == ENOENT ? 127 : 126;
+		x.has_signal = 0;
+		if (child != -1 && done && WIFEXITED(status))
+			x.exit_code = WEXITSTATUS(status);
+		else
+			x.exit_code = exec_errno == ENOENT ? 127 : 126;
 	}
 	if (s[0].truncated || s[1].truncated) {
 		char buf[32];

@@ -130,6 +130,19 @@ eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	json_object_set_new(d, "blocked", json_integer((json_int_t)r->blocked));
 	json_object_set_new(d, "failed", json_integer((json_int_t)r->failed));
 	json_object_set_new(o, "decisions", d);
+	if (r->nusage > 0) {
+		json_t *u = json_object();
+		size_t k;
+
+		for (k = 0; u != NULL && k < r->nusage; k++)
+			json_object_set_new(u, r->usage[k].route, json_pack(
+			    "{s:I,s:I,s:I}",
+			    "requests", (json_int_t)r->usage[k].requests,
+			    "tokens_in", (json_int_t)r->usage[k].tokens_in,
+			    "tokens_out", (json_int_t)r->usage[k].tokens_out));
+		if (u != NULL)
+			json_object_set_new(o, "usage", u);
+	}
 	if (r->note[0] != '\0')
 		json_object_set_new(o, "note", json_string(r->note));
 	for (i = 0; envp != NULL && envp[i] != NULL; i++) {
@@ -250,6 +263,26 @@ eg_rp_receipt_read(int stepfd, struct rp_receipt *r)
 		if (get_int(d, "failed", &v))
 			r->failed = (uint64_t)v;
 	}
+	d = json_object_get(o, "usage");
+	if (json_is_object(d)) {
+		const char *rk;
+		json_t *rv;
+
+		json_object_foreach(d, rk, rv) {
+			struct rp_usage *u;
+
+			if (r->nusage >= RP_USAGE_MAX || !json_is_object(rv))
+				break;
+			u = &r->usage[r->nusage++];
+			snprintf(u->route, sizeof(u->route), "%s", rk);
+			if (get_int(rv, "requests", &v))
+				u->requests = (uint64_t)v;
+			if (get_int(rv, "tokens_in", &v))
+				u->tokens_in = (uint64_t)v;
+			if (get_int(rv, "tokens_out", &v))
+				u->tokens_out = (uint64_t)v;
+		}
+	}
 	json_decref(o);
 	return 0;
 }
@@ -275,7 +308,16 @@ eg_rp_run_write(int dirfd, const struct rp_run *r)
 	json_object_set_new(o, "deadline", json_integer(r->deadline));
 	json_object_set_new(o, "cancel_reason", str_or_null(
 	    r->cancel_reason));
+	if (r->force_reason[0] != '\0')
+		json_object_set_new(o, "force_reason",
+		    json_string(r->force_reason));
 	json_object_set_new(o, "public", json_boolean(r->public));
+	if (r->has_dirid) {
+		json_object_set_new(o, "dir_dev",
+		    json_integer((json_int_t)r->dir_dev));
+		json_object_set_new(o, "dir_ino",
+		    json_integer((json_int_t)r->dir_ino));
+	}
 	json_object_set_new(s, "pid", json_integer(r->sup_pid));
 	json_object_set_new(s, "pid_start", json_string(r->sup_start));
 	json_object_set_new(o, "supervisor", s);
@@ -291,7 +333,7 @@ int
 eg_rp_run_read(int dirfd, struct rp_run *r)
 {
 	json_t *o, *s;
-	long long v;
+	long long v, dev, ino;
 
 	memset(r, 0, sizeof(*r));
 	if ((o = load_at(dirfd, "run.json")) == NULL)
@@ -312,7 +354,14 @@ eg_rp_run_read(int dirfd, struct rp_run *r)
 		r->deadline = (unsigned)v;
 	get_str(o, "cancel_reason", r->cancel_reason,
 	    sizeof(r->cancel_reason));
+	get_str(o, "force_reason", r->force_reason,
+	    sizeof(r->force_reason));
 	r->public = json_is_true(json_object_get(o, "public"));
+	if (get_int(o, "dir_dev", &dev) && get_int(o, "dir_ino", &ino)) {
+		r->has_dirid = 1;
+		r->dir_dev = (unsigned long long)dev;
+		r->dir_ino = (unsigned long long)ino;
+	}
 	s = json_object_get(o, "supervisor");
 	if (json_is_object(s)) {
 		if (get_int(s, "pid", &v))

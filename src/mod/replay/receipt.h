@@ -16,6 +16,13 @@
 
 #define RP_TS_MAX	64
 
+/* A step's use of one credential route (SPEC "Routes", Meter). */
+#define RP_USAGE_MAX	16	/* routes counted per step */
+struct rp_usage {
+	char		route[65];
+	uint64_t	requests, tokens_in, tokens_out;
+};
+
 struct rp_receipt {
 	char		step[RP_NAME_MAX + 1];
 	int		index;
@@ -30,6 +37,8 @@ struct rp_receipt {
 	char		termination[32];	/* "": null */
 	uint64_t	allowed, blocked, failed;
 	char		note[256];	/* "": none */
+	struct rp_usage	usage[RP_USAGE_MAX];	/* "usage": per route */
+	size_t		nusage;
 };
 
 struct rp_run {
@@ -40,7 +49,12 @@ struct rp_run {
 	int		has_exit, exit;
 	unsigned	deadline;
 	char		cancel_reason[512];	/* "": null */
+	char		force_reason[512];	/* --force; "": null */
 	int		public;
+	/* the record directory's identity when it was made (has_dirid 0:
+	 * a run.json from before it was recorded) */
+	int		has_dirid;
+	unsigned long long dir_dev, dir_ino;
 	long		sup_pid;
 	char		sup_start[80];
 	int		steps;

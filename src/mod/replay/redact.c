@@ -322,3 +322,62 @@ rp_redact_fd(struct rp_redactor *r, int in, int out, uint64_t *hits)
 {
 	return rp_redact_fd_max(r, in, out, 0, hits, NULL);
 }
+
+struct memout {
+	char	*buf;
+	size_t	 len, cap;
+};
+
+static int
+memout_emit(void *arg, const void *buf, size_t len)
+{
+	struct memout *m = arg;
+	char *nb;
+	size_t ncap;
+
+	if (m->len + len + 1 > m->cap) {
+		ncap = m->cap ? m->cap : 256;
+		while (ncap < m->len + len + 1)
+			ncap *= 2;
+		if ((nb = eg_realloc(m->buf, ncap)) == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		m->buf = nb;
+		m->cap = ncap;
+	}
+	memcpy(m->buf + m->len, buf, len);
+	m->len += len;
+	m->buf[m->len] = '\0';
+	return 0;
+}
+
+char *
+rp_redact_mem(const struct rp_secret *s, size_t n, const char *in,
+    size_t len, size_t *outlen, uint64_t *hits)
+{
+	struct rp_redactor *r;
+	struct rp_rstream st;
+	struct memout m = { NULL, 0, 0 };
+	int rc = -1;
+
+	if ((r = rp_redactor_new(s, n)) == NULL)
+		return NULL;
+	if (rp_rstream_init(&st, r, memout_emit, &m) == 0) {
+		if (memout_emit(&m, "", 0) == 0 &&
+		    rp_rstream_feed(&st, in, len) == 0 &&
+		    rp_rstream_finish(&st) == 0)
+			rc = 0;
+		if (hits != NULL)
+			*hits = st.hits;
+		rp_rstream_free(&st);
+	}
+	rp_redactor_free(r);
+	if (rc == -1) {
+		eg_free(m.buf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	*outlen = m.len;
+	return m.buf;
+}

@@ -52,4 +52,12 @@ void	rp_rstream_free(struct rp_rstream *);
 int	rp_redact_fd_max(struct rp_redactor *, int in, int out, uint64_t max,
 	    uint64_t *hits, int *truncated);
 
+/*
+ * The len bytes at in with every value of s[0..n) (8 bytes or more)
+ * replaced, in a new NUL-terminated buffer (eg_free it) of *outlen
+ * bytes; *hits (may be NULL) the number of replacements.  NULL: ENOMEM.
+ */
+char	*rp_redact_mem(const struct rp_secret *s, size_t n, const char *in,
+	    size_t len, size_t *outlen, uint64_t *hits);
+
 #endif

@@ -15,7 +15,7 @@
 
 static const char usage[] =
 "usage: egressd replay [-c FILE] [-o DIR] [-j N] [--key KEY] PLAN.ini...\n"
-"       egressd replay --resume DIR [--key KEY]\n"
+"       egressd replay --resume DIR [--key KEY] [--force --reason TEXT]\n"
 "       egressd replay --cancel DIR [--reason TEXT]\n"
 "       egressd replay --status [--json] DIR\n";
 
@@ -31,13 +31,16 @@ static const char help[] =
 "  --key KEY          sign the audit checkpoints and record.json\n"
 "  --resume DIR       finish a run whose supervisor died\n"
 "  --cancel DIR       stop a run (SIGTERM to the step, 2 s, SIGKILL)\n"
+"  --force            with --resume: close a step that cannot be decided\n"
+"                     as original_exit_unknown (needs --reason)\n"
 "  --reason TEXT      why (kept in run.json)\n"
-"  --status DIR       one line per step; --json: the receipts\n"
+"  --status DIR       one line per step; --json: the run and the receipts\n"
 "  -h, --help         this text\n"
 "\n"
 "Exit status: 0 every step exited 0; 1 a step failed, timed out, could not\n"
 "launch, or the run was cancelled; 2 usage or plan error; 3 runtime\n"
 "failure; 4 a step cannot be decided after a crash (its name is printed).\n"
+"--status: 0, or 3 when the run's supervisor is gone (interrupted).\n"
 "\n"
 "See egressd-replay(1).\n";
 
@@ -62,6 +65,7 @@ replay_main(int argc, char *argv[])
 		{ "reason", required_argument, NULL, 'r' },
 		{ "status", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -70,7 +74,7 @@ replay_main(int argc, char *argv[])
 	const char *status = NULL;
 	char *end;
 	unsigned long n;
-	int ch, json = 0, modes;
+	int ch, json = 0, modes, force = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "--keeper") == 0)
 		return eg_rp_keeper_main(argc, argv);
@@ -110,6 +114,9 @@ replay_main(int argc, char *argv[])
 		case 'J':
 			json = 1;
 			break;
+		case 'F':
+			force = 1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			fputs(help, stdout);
@@ -135,12 +142,17 @@ replay_main(int argc, char *argv[])
 		return usage_err("unexpected argument", argv[optind]);
 	if (modes == 1 && (o.config != NULL || o.out != NULL))
 		return usage_err("-c and -o are for a new run", NULL);
-	if (reason != NULL && cancel == NULL)
-		return usage_err("--reason goes with --cancel", NULL);
+	if (force && resume == NULL)
+		return usage_err("--force goes with --resume", NULL);
+	if (force && (reason == NULL || reason[0] == '\0'))
+		return usage_err("--force needs --reason TEXT", NULL);
+	if (reason != NULL && cancel == NULL && !force)
+		return usage_err("--reason goes with --cancel or --resume "
+		    "--force", NULL);
 	if (json && status == NULL)
 		return usage_err("--json goes with --status", NULL);
 	if (resume != NULL)
-		return eg_rp_resume(resume, o.key);
+		return eg_rp_resume(resume, o.key, force ? reason : NULL);
 	if (cancel != NULL)
 		return o.key != NULL ? usage_err("--key is for a run", NULL) :
 		    eg_rp_cancel(cancel, reason);

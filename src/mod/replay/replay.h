@@ -34,7 +34,8 @@ enum {
 
 int	eg_rp_keeper_main(int argc, char *argv[]);
 int	eg_rp_run_plans(const struct rp_opts *o);
-int	eg_rp_resume(const char *dir, const char *key);
+/* force: --force --reason TEXT (NULL: none) */
+int	eg_rp_resume(const char *dir, const char *key, const char *force);
 int	eg_rp_cancel(const char *dir, const char *reason);
 int	eg_rp_status(const char *dir, int json);
 

@@ -1,8 +1,12 @@
 /*
  * status.c: egressd replay --status [--json] DIR.  One line per step
  * (index, name, phase, state, termination, exit, seconds,
- * allowed/blocked/failed) under a line for the run; --json prints the
- * receipts as one JSON array.  Reads only; works while the run is going.
+ * allowed/blocked/failed) under a line for the run; --json prints
+ * {"run":RUN,"steps":[RECEIPTS]}, RUN being run.json with the state
+ * --status decided.  A run.json that says "running" is believed only
+ * while its supervisor (pid and start identity) lives: otherwise the run
+ * is "interrupted" and the exit status 3.  Reads only; works while the
+ * run is going.
  */
 #include <sys/types.h>
 #include <dirent.h>
@@ -15,6 +19,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "proc.h"
 #include "receipt.h"
 #include "replay.h"
 
@@ -75,9 +80,9 @@ eg_rp_status(const char *dir, int json)
 {
 	struct rp_run run;
 	struct rp_receipt r;
-	json_t *arr = NULL, *o;
+	json_t *arr = NULL, *o, *top = NULL, *ro = NULL;
 	char ex[16], sc[32], *s;
-	int dirfd, stepsfd, fd, i;
+	int dirfd, stepsfd, fd, i, rc = RP_EX_OK, fdj;
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd == -1 || eg_rp_run_read(dirfd, &run) == -1) {
@@ -87,11 +92,36 @@ eg_rp_status(const char *dir, int json)
 			close(dirfd);
 		return RP_EX_USAGE;
 	}
+	/* SPEC guarantee 10: "running" only while its supervisor lives */
+	if (strcmp(run.state, "running") == 0 && (run.sup_pid <= 0 ||
+	    !eg_rp_ident_alive((pid_t)run.sup_pid, run.sup_start))) {
+		snprintf(run.state, sizeof(run.state), "interrupted");
+		rc = RP_EX_RUNTIME;
+	}
 	stepsfd = openat(dirfd, "steps", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (json)
+	if (json) {
 		arr = json_array();
-	else {
+		top = json_object();
+		fdj = openat(dirfd, "run.json", O_RDONLY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (fdj != -1) {
+			ro = json_loadfd(fdj, 0, NULL);
+			close(fdj);
+		}
+		if (!json_is_object(ro)) {
+			json_decref(ro);
+			ro = json_object();
+		}
+		json_object_set_new(ro, "state", json_string(run.state));
+		json_object_set_new(top, "run", ro);
+		json_object_set(top, "steps", arr);
+	} else {
 		printf("run %s %s: %s", run.name, run.id, run.state);
+		if (rc == RP_EX_RUNTIME)
+			printf(" (its supervisor, pid %ld, is gone; --resume "
+			    "finishes it)", run.sup_pid);
+		if (run.force_reason[0] != '\0')
+			printf(", forced: %s", run.force_reason);
 		if (run.has_exit)
 			printf(", exit %d", run.exit);
 		if (run.cancel_reason[0] != '\0')
@@ -131,14 +161,15 @@ eg_rp_status(const char *dir, int json)
 		close(fd);
 	}
 	if (json) {
-		s = json_dumps(arr, JSON_COMPACT | JSON_SORT_KEYS);
+		s = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
 		if (s != NULL)
 			printf("%s\n", s);
 		eg_free(s);
 		json_decref(arr);
+		json_decref(top);
 	}
 	if (stepsfd != -1)
 		close(stepsfd);
 	close(dirfd);
-	return RP_EX_OK;
+	return rc;
 }

@@ -97,10 +97,39 @@ pause_point(struct job *j, const char *step, const char *point)
  * variables.  pub gets the same without secrets and proxy variables,
  * for env_sha256.
  */
+struct step_rv {
+	struct rp_strv	*envp;
+	const char	*tcp;
+	int		 oom;
+	int		 opt;		/* as "--env" "NAME=VALUE" pairs */
+};
+
+static void
+step_route_env(void *arg, const char *name, const char *env,
+    const char *placeholder)
+{
+	struct step_rv *rv = arg;
+	char kv[512];
+
+	if (env != NULL) {
+		snprintf(kv, sizeof(kv), "%s=http://%s/%s", env, rv->tcp, name);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+	if (placeholder != NULL) {
+		snprintf(kv, sizeof(kv), "%s=egressd-route", placeholder);
+		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
+		    eg_rp_strv_add(rv->envp, kv) == -1)
+			rv->oom = 1;
+	}
+}
+
 static int
 step_env(const struct job *j, const struct rp_step *st,
     struct rp_strv *envp, struct rp_strv *pub)
 {
+	struct step_rv rv;
 	static const char *const pv[] = { "HTTPS_PROXY", "HTTP_PROXY",
 	    "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy" };
 	const char *path, *v;
@@ -149,11 +178,63 @@ step_env(const struct job *j, const struct rp_step *st,
 			if (eg_rp_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (eg_rp_strv_add(envp, "NO_PROXY=") == -1 ||
-		    eg_rp_strv_add(envp, "no_proxy=") == -1)
+		if (eg_rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
+		    -1 || eg_rp_strv_add(envp, "no_proxy="
+		    EG_SANDBOX_NO_PROXY) == -1)
+			return -1;
+		/* the routes' variables (SPEC "Routes"), at the proxy */
+		rv.envp = envp;
+		rv.tcp = j->tcp;
+		rv.oom = 0;
+		rv.opt = 0;
+		if (j->px != NULL && j->px->ex != NULL)
+			eg_module_routes(j->px->ex, step_route_env, &rv);
+		if (rv.oom)
 			return -1;
 	}
 	return 0;
+}
+
+/*
+ * What a sandboxed step must not see (SPEC guarantee 9), as egressd run
+ * --hide paths: the caller's home wherever it is (the keeper's
+ * environment has no HOME, so egressd run would only hide /home, /root
+ * and the passwd homes), unless it is the workdir itself (the workdir and
+ * the plan's rw/ro paths below it stay shown); and the record
+ * directories: the record directory's parent, which holds the other
+ * runs' records too, so that the step can neither read them nor rename
+ * or replace the path the supervisor seals (a mount point cannot be
+ * moved), or the record directory alone when its parent is the workdir,
+ * one of its ancestors or "/".
+ */
+static int
+step_hides(const struct job *j, struct rp_strv *av)
+{
+	const char *wd = j->plan->workdir, *home = getenv("HOME");
+	char parent[PATH_MAX], *slash, hr[PATH_MAX];
+	size_t n;
+	int ok = 0;
+
+	/* as egressd run treats its own $HOME: "/" is no home to hide */
+	if (home != NULL && home[0] == '/' && realpath(home, hr) != NULL &&
+	    strcmp(hr, "/") != 0 && strcmp(hr, wd) != 0) {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, hr);
+	}
+	snprintf(parent, sizeof(parent), "%s", j->dir);
+	slash = strrchr(parent, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	n = strlen(parent);
+	if (slash == NULL || n == 0 || (strncmp(wd, parent, n) == 0 &&
+	    (wd[n] == '\0' || wd[n] == '/'))) {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, j->dir);
+	} else {
+		ok |= eg_rp_strv_add(av, "--hide");
+		ok |= eg_rp_strv_add(av, parent);
+	}
+	return ok;
 }
 
 /* The keeper's command: argv, or egressd run ... -- argv. */
@@ -163,7 +244,7 @@ step_cmd(const struct job *j, const struct rp_step *st,
     struct rp_strv *av)
 {
 	char num[32], *eq, name[160];
-	size_t i, n;
+	size_t i;
 	int ok = 0;
 
 	ok |= eg_rp_strv_add(av, "egressd");
@@ -176,6 +257,8 @@ step_cmd(const struct job *j, const struct rp_step *st,
 	ok |= eg_rp_strv_add(av, num);
 	snprintf(num, sizeof(num), "%lld", (long long)deadline);
 	ok |= eg_rp_strv_add(av, num);
+	if (st->sandbox == RP_SB_BWRAP)
+		ok |= eg_rp_strv_add(av, "--launch-fd");
 	ok |= eg_rp_strv_add(av, "--");
 	if (st->sandbox == RP_SB_BWRAP) {
 		ok |= eg_rp_strv_add(av, eg_rp_exe);
@@ -185,6 +268,9 @@ step_cmd(const struct job *j, const struct rp_step *st,
 		ok |= eg_rp_strv_add(av, j->sock);
 		ok |= eg_rp_strv_add(av, "--sandbox");
 		ok |= eg_rp_strv_add(av, "bwrap");
+		/* the keeper's launch-status pipe (keeper.c) */
+		ok |= eg_rp_strv_add(av, "--launch-fd");
+		ok |= eg_rp_strv_add(av, "3");
 		for (i = 0; i < st->rw.n; i++) {
 			ok |= eg_rp_strv_add(av, "--rw");
 			ok |= eg_rp_strv_add(av, st->rw.v[i]);
@@ -193,13 +279,7 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			ok |= eg_rp_strv_add(av, "--ro");
 			ok |= eg_rp_strv_add(av, st->ro.v[i]);
 		}
-		/* the record under workdir: read-only inside */
-		n = strlen(j->plan->workdir);
-		if (strncmp(j->dir, j->plan->workdir, n) == 0 &&
-		    j->dir[n] == '/') {
-			ok |= eg_rp_strv_add(av, "--ro");
-			ok |= eg_rp_strv_add(av, j->dir);
-		}
+		ok |= step_hides(j, av);
 		/* what we set is passed even if it looks secret */
 		for (i = 0; i < st->env.n; i++) {
 			eq = strchr(st->env.v[i], '=');
@@ -213,6 +293,16 @@ step_cmd(const struct job *j, const struct rp_step *st,
 				continue;
 			ok |= eg_rp_strv_add(av, "--env");
 			ok |= eg_rp_strv_add(av, st->secrets.v[i]);
+		}
+		/* the routes' variables, at the relay inside (--proxy:
+		 * egressd run does not read this configuration) */
+		{
+			struct step_rv rv = { av, "127.0.0.1:"
+			    EG_SANDBOX_IN_PORT_S, 0, 1 };
+
+			if (j->px != NULL && j->px->ex != NULL)
+			eg_module_routes(j->px->ex, step_route_env, &rv);
+			ok |= rv.oom ? -1 : 0;
 		}
 		ok |= eg_rp_strv_add(av, "--");
 	}
@@ -271,6 +361,31 @@ eg_rp_run_put(struct job *j)
 
 /* --- decisions --------------------------------------------------------------- */
 
+/* One route request of step cur, counted with its tokens. */
+static void
+usage_add(struct job *j, int cur, const struct egress_event *ev)
+{
+	struct rp_usage *u = j->usage[cur];
+	size_t i;
+
+	pthread_mutex_lock(&j->umtx);
+	for (i = 0; i < j->nusage[cur]; i++)
+		if (strcmp(u[i].route, ev->route) == 0)
+			break;
+	if (i == j->nusage[cur] && i < RP_USAGE_MAX) {
+		snprintf(u[i].route, sizeof(u[i].route), "%s", ev->route);
+		j->nusage[cur]++;
+	}
+	if (i < RP_USAGE_MAX) {
+		u[i].requests++;
+		if (ev->tokens_in > 0)
+			u[i].tokens_in += (uint64_t)ev->tokens_in;
+		if (ev->tokens_out > 0)
+			u[i].tokens_out += (uint64_t)ev->tokens_out;
+	}
+	pthread_mutex_unlock(&j->umtx);
+}
+
 void
 eg_rp_on_event(const struct egress_event *ev, void *arg)
 {
@@ -289,6 +404,11 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 	case EGRESS_EV_FAIL:
 		k = 2;
 		break;
+	case EGRESS_EV_CLOSE:
+		if (ev->route == NULL)
+			return;
+		k = -1;		/* a route's request: its usage */
+		break;
 	default:
 		return;
 	}
@@ -305,8 +425,10 @@ eg_rp_on_event(const struct egress_event *ev, void *arg)
 			    strcmp(j->plan->steps[cur].name, ev->step) != 0;
 			    cur++)
 				;
-		if (cur >= 0 && cur < (int)j->plan->nsteps)
+		if (cur >= 0 && cur < (int)j->plan->nsteps && k >= 0)
 			atomic_fetch_add(&j->cnt[cur][k], 1);
+		else if (cur >= 0 && cur < (int)j->plan->nsteps)
+			usage_add(j, cur, ev);
 		return;
 	}
 }
@@ -460,6 +582,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	c.secrets = j->secrets;
 	c.nsecrets = j->nsecrets;
 	c.max_file = RP_FILE_CAP;
+	c.keeper_died = strcmp(r->termination, "original_exit_unknown") == 0;
 	err[0] = '\0';
 	if (rp_capture_step(&c, err, sizeof(err)) == -1)
 		eg_rp_warn("step %s: capture: %s", st->name, err);
@@ -472,6 +595,10 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		r->failed = atomic_load(&j->cnt[i][2]);
 	} else
 		count_from_log(j, st->name, r);
+	pthread_mutex_lock(&j->umtx);
+	r->nusage = j->nusage[i];
+	memcpy(r->usage, j->usage[i], r->nusage * sizeof(r->usage[0]));
+	pthread_mutex_unlock(&j->umtx);
 	snprintf(r->state, sizeof(r->state), "captured");
 	(void)eg_rp_receipt_put(j, i, stepfd, r);
 }
@@ -708,6 +835,22 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	return 1;
 }
 
+/*
+ * --resume --force --reason TEXT: a step that cannot be decided is closed
+ * as original_exit_unknown (never launched again), the reason in its
+ * receipt's note (and so in the record) and in run.json.
+ */
+static void
+force_unknown(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
+{
+	snprintf(r->note, sizeof(r->note), "closed by --resume --force: %s",
+	    j->force);
+	fprintf(stderr, "egressd replay: step %02zu-%s: closed as "
+	    "original_exit_unknown (--force: %s)\n", i + 1, r->step,
+	    j->force);
+	collect_exit(j, i, stepfd, r);
+}
+
 /* --- a whole job ------------------------------------------------------------- */
 
 int
@@ -720,30 +863,51 @@ eg_rp_open_stepfd(struct job *j, size_t i)
 	    O_CLOEXEC);
 }
 
+/*
+ * Seal the record: "record seal --fd N DIR", N being the descriptor the
+ * record directory was opened with when it was made (or checked by
+ * --resume), DIR only for messages, so that a path a step renamed or
+ * replaced is never what gets sealed and signed.  When the path no
+ * longer names that directory the run is not sealed at all: the step
+ * that ran may have put a forged copy there.
+ */
 void
 eg_rp_seal(struct job *j)
 {
-	char cmd_record[] = "record", cmd_seal[] = "seal";
-	char *av[6], err[512], keybuf[PATH_MAX];
+	char cmd_record[] = "record", cmd_seal[] = "seal", opt_fd[] = "--fd";
+	char opt_key[] = "--key";
+	char *av[8], err[512], keybuf[PATH_MAX], fdbuf[32], real[PATH_MAX];
 	int ac = 0, rc;
 
 	if (!eg_rp_has_module("record"))
 		return;
+	eg_rp_fd_path(j->dirfd, real, sizeof(real));
+	if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+		eg_rp_warn("%s: the record directory was renamed or replaced "
+		    "during the run; nothing was sealed or signed (the run's "
+		    "record is now at %s)", j->dir, real);
+		if (j->exit < RP_EX_RUNTIME)
+			j->exit = RP_EX_RUNTIME;
+		return;
+	}
+	snprintf(fdbuf, sizeof(fdbuf), "%d", j->dirfd);
 	av[ac++] = cmd_record;
 	av[ac++] = cmd_seal;
 	if (j->key != NULL) {
-		av[ac++] = (char *)"--key";
+		av[ac++] = opt_key;
 		snprintf(keybuf, sizeof(keybuf), "%s", j->key);
 		av[ac++] = keybuf;
 	}
+	av[ac++] = opt_fd;
+	av[ac++] = fdbuf;
 	av[ac++] = j->dir;
 	av[ac] = NULL;
 	rc = egress_module_main("record", ac, av, err, sizeof(err));
 	if (rc == -1 && strstr(err, "not compiled in") != NULL)
 		return;
 	if (rc != 0) {
-		eg_rp_warn("%s: record eg_rp_seal failed%s%s", j->dir, err[0] ? ": " :
-		    "", err);
+		eg_rp_warn("%s: sealing the record failed%s%s", real,
+		    err[0] ? ": " : "", err);
 		if (j->exit == RP_EX_OK)
 			j->exit = RP_EX_RUNTIME;
 	}
@@ -779,8 +943,12 @@ eg_rp_job_main(void *arg)
 			/* done before a crash */
 		} else if (faccessat(stepfd, "launch.claim", F_OK,
 		    AT_SYMLINK_NOFOLLOW) == 0 || r.pid != 0) {
-			if (resume_claimed(j, i, stepfd, &r) == 1)
-				unresolved = 1;
+			if (resume_claimed(j, i, stepfd, &r) == 1) {
+				if (j->force != NULL)
+					force_unknown(j, i, stepfd, &r);
+				else
+					unresolved = 1;
+			}
 		} else if (unresolved) {
 			/* after an unresolved step nothing is decided */
 		} else if (deadline > 0 && eg_rp_now_ms() >= deadline) {
@@ -791,6 +959,14 @@ eg_rp_job_main(void *arg)
 		} else if (eg_rp_cancel_requested(j)) {
 			never_run(j, i, stepfd, &r, "skipped");
 			cancelled = 1;
+		} else if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+			/* a step renamed or replaced the record directory:
+			 * the next one would be given the wrong one (bound
+			 * read-only by path, the keeper's files by path) */
+			eg_rp_warn("%s: the record directory was renamed or "
+			    "replaced; no further step is launched", j->dir);
+			never_run(j, i, stepfd, &r, "skipped");
+			runtime = 1;
 		} else {
 			eg_rp_receipt_init(j, i, &r);
 			if (launch_step(j, i, stepfd, &r) == -1)

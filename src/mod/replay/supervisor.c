@@ -40,6 +40,7 @@
 #include "receipt.h"
 #include "replay.h"
 #include "job.h"
+#include "redact.h"
 
 extern const char eg_cfg_default_text[];
 
@@ -65,7 +66,8 @@ load_plan(const char *path, const char *plandir, const char *text,
 
 	p = eg_rp_plan_parse(text, len, path, plandir, eg_rp_getenv,
 	    eg_rp_has_module("sandbox"), config_override, &errs);
-	if (p != NULL && eg_rp_expand_record(p->record, p->base, 0, rec,
+	if (p != NULL && eg_rp_expand_record(p->record,
+	    p->name != NULL ? p->name : p->base, 0, rec,
 	    sizeof(rec)) == -1)
 		eg_rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
 		    "%%%% may follow a %%", p->record);
@@ -138,36 +140,144 @@ origin_write(struct job *j)
 	return rc;
 }
 
-/* Make DIR and everything in it before the first step; 0 or -1. */
+/*
+ * Make the record directory j->dir.  When it exists already, "-2", "-3",
+ * ... is appended (SPEC "### replay"); mkdir is the claim, so two runs
+ * started in the same second get two directories.  With -o (fixed) an
+ * existing DIR is an error.  From then on the directory is reached only
+ * through j->dirfd, opened from its parent without following a symlink;
+ * j->dir becomes the path that descriptor has, and its identity (device,
+ * inode) goes into run.json for --resume.  0, -1 (runtime) or -2 (an
+ * existing -o DIR); messages printed.
+ */
 static int
-record_create(struct job *j, const char *config_text, size_t config_len)
+record_mkdir(struct job *j, int fixed)
 {
-	struct rp_receipt r;
-	char name[RP_NAME_MAX + 8], canon[PATH_MAX];
-	size_t i;
-	int fd;
+	char parent[PATH_MAX], base[PATH_MAX], name[PATH_MAX + 16], *slash;
+	struct stat st;
+	size_t len;
+	int pfd, n;
 
-	if (eg_rp_mkdir_p(j->dir, 0755) == -1) {
-		eg_rp_warn("%s: %s%s", j->dir, strerror(errno), errno == EEXIST ?
-		    " (a record directory is never reused; -o another)" : "");
+	snprintf(parent, sizeof(parent), "%s", j->dir);
+	len = strlen(parent);
+	while (len > 1 && parent[len - 1] == '/')
+		parent[--len] = '\0';
+	slash = strrchr(parent, '/');
+	if (slash == NULL || slash[1] == '\0' || strcmp(slash + 1, ".") == 0 ||
+	    strcmp(slash + 1, "..") == 0) {
+		eg_rp_warn("%s: not a name for a new directory", j->dir);
+		return fixed ? -2 : -1;
+	}
+	snprintf(base, sizeof(base), "%s", slash + 1);
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if (eg_rp_mkdir_p(parent, 0755) == -1 && errno != EEXIST) {
+		eg_rp_warn("%s: %s", parent, strerror(errno));
 		return -1;
 	}
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		eg_rp_warn("%s: %s", parent, strerror(errno));
+		return -1;
+	}
+	for (n = 1;; n++) {
+		if (n == 1)
+			snprintf(name, sizeof(name), "%s", base);
+		else
+			snprintf(name, sizeof(name), "%s-%d", base, n);
+		if (mkdirat(pfd, name, 0755) == 0)
+			break;
+		if (errno == EEXIST && fixed) {
+			eg_rp_warn("%s: exists (a record directory is never "
+			    "reused; -o another)", j->dir);
+			close(pfd);
+			return -2;
+		}
+		if (errno != EEXIST || n >= 9999) {
+			eg_rp_warn("%s/%s: %s", parent, name, strerror(errno));
+			close(pfd);
+			return -1;
+		}
+	}
+	j->dirfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	close(pfd);
+	if (j->dirfd == -1 || fstat(j->dirfd, &st) == -1) {
+		eg_rp_warn("%s/%s: %s", parent, name, strerror(errno));
+		return -1;
+	}
+	j->run.has_dirid = 1;
+	j->run.dir_dev = (unsigned long long)st.st_dev;
+	j->run.dir_ino = (unsigned long long)st.st_ino;
 	/* canonical (the sandbox binds it read-only when under workdir) */
-	if (realpath(j->dir, canon) != NULL)
-		snprintf(j->dir, sizeof(j->dir), "%s", canon);
-	j->dirfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->dirfd == -1 || mkdirat(j->dirfd, RP_PRIV, 0700) == -1 ||
+	eg_rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
+	return 0;
+}
+
+/* Take the record directory's lock, or say who holds it; 0, or the exit
+ * status (2: another supervisor, 3: an error). */
+static int
+record_lock(struct job *j, const char *shown)
+{
+	long holder;
+	int r;
+
+	r = eg_rp_lock(j->dirfd, &j->lockfd, &holder);
+	if (r == 0)
+		return 0;
+	if (r == 1) {
+		if (holder == 0 && j->run.sup_pid != 0)
+			holder = j->run.sup_pid;
+		if (holder != 0)
+			eg_rp_warn("%s: another supervisor (pid %ld) is still "
+			    "running on this record directory (it holds "
+			    "%s/.lock)", shown, holder, j->dir);
+		else
+			eg_rp_warn("%s: another supervisor (pid unknown) is "
+			    "still running on this record directory (it holds "
+			    "%s/.lock)", shown, j->dir);
+		return RP_EX_USAGE;
+	}
+	eg_rp_warn("%s/.lock: %s", j->dir, strerror(errno));
+	return RP_EX_RUNTIME;
+}
+
+/* Make DIR and everything in it before the first step; 0, -1 (runtime)
+ * or -2 (usage: -o DIR exists). */
+static int
+record_create(struct job *j, const char *config_text, size_t config_len,
+    int fixed)
+{
+	struct rp_receipt r;
+	char name[RP_NAME_MAX + 8], *red;
+	size_t i, redlen;
+	int fd, rc;
+
+	if ((rc = record_mkdir(j, fixed)) != 0)
+		return rc;
+	if (record_lock(j, j->dir) != 0)
+		return -1;
+	if (mkdirat(j->dirfd, RP_PRIV, 0700) == -1 ||
 	    mkdirat(j->dirfd, "steps", 0755) == -1) {
 		eg_rp_warn("%s: %s", j->dir, strerror(errno));
 		return -1;
 	}
 	j->privfd = openat(j->dirfd, RP_PRIV, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC);
+	    O_NOFOLLOW | O_CLOEXEC);
 	j->stepsfd = openat(j->dirfd, "steps", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC);
+	    O_NOFOLLOW | O_CLOEXEC);
 	if (j->privfd == -1 || j->stepsfd == -1)
 		return -1;
-	if (write_file(j->dirfd, "plan.ini", j->plan_text, j->plan_len) == -1 ||
+	/* the copy of the plan holds no secret value (SPEC guarantee 7) */
+	if ((red = rp_redact_mem(j->secrets, j->nsecrets, j->plan_text,
+	    j->plan_len, &redlen, NULL)) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	rc = write_file(j->dirfd, "plan.ini", red, redlen);
+	eg_free(red);
+	if (rc == -1 ||
 	    write_file(j->dirfd, "config.ini", config_text, config_len) == -1 ||
 	    origin_write(j) == -1)
 		return -1;
@@ -215,6 +325,70 @@ secrets_load(struct job *j)
 }
 
 /* --- the proxy --------------------------------------------------------------- */
+/*
+ * --resume: the record's plan.ini has the secret values [REDACTED].  When
+ * the plan file it was copied from, redacted with today's values, gives
+ * the same bytes, the steps left are run from that file (the value the
+ * plan wrote, the same command_sha256); else from the copy as it is.
+ */
+static void
+plan_unredact(struct job *j, const char *path, const char *plandir,
+    const char *cfg)
+{
+	struct rp_plan *p;
+	char *orig, *red = NULL;
+	size_t olen, rlen;
+
+	if (memmem(j->plan_text, j->plan_len, "[REDACTED]", 10) == NULL)
+		return;
+	if ((orig = eg_rp_slurp(AT_FDCWD, path, RP_PLAN_MAX, &olen)) == NULL)
+		return;
+	if (secrets_load(j) == 0)
+		red = rp_redact_mem(j->secrets, j->nsecrets, orig, olen, &rlen,
+		    NULL);
+	eg_free(j->secrets);
+	j->secrets = NULL;
+	j->nsecrets = 0;
+	if (red == NULL || rlen != j->plan_len ||
+	    memcmp(red, j->plan_text, rlen) != 0 ||
+	    (p = load_plan(path, plandir, orig, olen, cfg, 0)) == NULL) {
+		eg_free(red);
+		eg_free(orig);
+		return;
+	}
+	eg_free(red);
+	eg_rp_plan_free(j->plan);
+	j->plan = p;
+	eg_free(j->plan_text);
+	j->plan_text = orig;
+	j->plan_len = olen;
+}
+
+
+/* The session's audit lines: secret values replaced before they are
+ * written and chained (SPEC guarantee 7). */
+static int
+secrets_redact(struct proxy *px, struct job *j)
+{
+	const char **v;
+	size_t i;
+	int rc;
+
+	if (j->nsecrets == 0)
+		return 0;
+	if ((v = eg_calloc(j->nsecrets, sizeof(*v))) == NULL) {
+		eg_rp_warn("out of memory");
+		return -1;
+	}
+	for (i = 0; i < j->nsecrets; i++)
+		v[i] = j->secrets[i].val;
+	rc = egress_session_set_redact(px->ex, j->session, v, j->nsecrets);
+	eg_free(v);
+	if (rc == -1)
+		eg_rp_warn("session %s: %s", j->session,
+		    egress_errmsg(px->ex));
+	return rc;
+}
 
 static void
 on_log(int level, const char *msg, void *arg)
@@ -294,13 +468,18 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 			return RP_EX_RUNTIME;
 		}
 		snprintf(j->tcp, sizeof(j->tcp), "%s", tcp);
-		snprintf(path, sizeof(path), "%s/audit.log", j->dir);
+		/* through the descriptor (also for a reopen): the path may
+		 * have been replaced */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/audit.log",
+		    j->dirfd);
 		if (egress_session_set_audit(px->ex, j->session, path,
 		    j->run.id, 1) == -1) {
 			fprintf(stderr, "egressd replay: %s: %s\n", path,
 			    egress_errmsg(px->ex));
 			return RP_EX_RUNTIME;
 		}
+		if (secrets_redact(px, j) == -1)
+			return RP_EX_RUNTIME;
 	}
 	return 0;
 }
@@ -448,6 +627,8 @@ job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
+	if (j->lockfd > 0)
+		close(j->lockfd);
 	if (j->dirfd > 0)
 		close(j->dirfd);
 	if (j->privfd > 0)
@@ -465,16 +646,23 @@ job_new(void)
 {
 	struct job *j = eg_calloc(1, sizeof(*j));
 
-	if (j != NULL)
-		j->dirfd = j->privfd = j->stepsfd = -1;
+	if (j != NULL) {
+		j->dirfd = j->privfd = j->stepsfd = j->lockfd = -1;
+		pthread_mutex_init(&j->umtx, NULL);
+	}
 	return j;
 }
 
+/* The last line: the record directory by the path its descriptor has
+ * now (the one the run wrote, wherever it was moved). */
 static void
 summary(const struct job *j)
 {
+	char real[PATH_MAX];
+
+	eg_rp_fd_path(j->dirfd, real, sizeof(real));
 	fprintf(stderr, "egressd replay: %s: %s, exit %d: %s\n",
-	    j->plan->name, j->run.state, j->exit, j->dir);
+	    j->plan->name, j->run.state, j->exit, real);
 }
 
 static void
@@ -547,6 +735,9 @@ eg_rp_run_plans(const struct rp_opts *o)
 	if (rc != RP_EX_OK)
 		goto out;
 
+	/* from here on a signal waits for run_jobs(): a --cancel (SIGUSR1)
+	 * sent the moment run.json exists must not kill the supervisor */
+	block_signals();
 	/* record directories, then a proxy per configuration */
 	for (i = 0; i < o->nplans; i++) {
 		struct job *j = jobs[i];
@@ -554,7 +745,7 @@ eg_rp_run_plans(const struct rp_opts *o)
 		if (o->out != NULL)
 			snprintf(rec, sizeof(rec), "%s", o->out);
 		else
-			(void)eg_rp_expand_record(j->plan->record, j->plan->base, now,
+			(void)eg_rp_expand_record(j->plan->record, j->plan->name, now,
 			    rec, sizeof(rec));
 		if (rec[0] != '/' && getcwd(rp, sizeof(rp)) != NULL) {
 			if (snprintf(j->dir, sizeof(j->dir), "%s/%s", rp, rec)
@@ -565,11 +756,6 @@ eg_rp_run_plans(const struct rp_opts *o)
 			}
 		} else
 			snprintf(j->dir, sizeof(j->dir), "%s", rec);
-		for (k = 0; k < i; k++)
-			if (strcmp(jobs[k]->dir, j->dir) == 0)
-				snprintf(j->dir + strlen(j->dir),
-				    sizeof(j->dir) - strlen(j->dir), "-%zu",
-				    i + 1);
 		snprintf(j->run.name, sizeof(j->run.name), "%s",
 		    j->plan->name);
 		eg_rp_uuid4(j->run.id);
@@ -595,12 +781,23 @@ eg_rp_run_plans(const struct rp_opts *o)
 			cfg_len = strlen(eg_cfg_default_text);
 			cfg_text = eg_strdup(eg_cfg_default_text);
 		}
-		r = record_create(j, cfg_text != NULL ? cfg_text : "",
-		    cfg_text != NULL ? cfg_len : 0);
+		/* the record's copy: routes' literal header values
+		 * [REDACTED] (the audit chain hashes the same text) */
+		if (cfg_text != NULL) {
+			size_t rlen;
+			char *red = eg_cfg_redact(cfg_text, cfg_len, &rlen);
+
+			eg_free(cfg_text);
+			cfg_text = red;
+			cfg_len = rlen;
+		}
+		r = secrets_load(j) == -1 ? -1 : record_create(j,
+		    cfg_text != NULL ? cfg_text : "",
+		    cfg_text != NULL ? cfg_len : 0, o->out != NULL);
 		eg_free(cfg_text);
 		cfg_text = NULL;
-		if (r == -1 || secrets_load(j) == -1) {
-			rc = RP_EX_RUNTIME;
+		if (r != 0) {
+			rc = r == -2 ? RP_EX_USAGE : RP_EX_RUNTIME;
 			goto out;
 		}
 		/* the tree the patch is taken against */
@@ -628,7 +825,6 @@ eg_rp_run_plans(const struct rp_opts *o)
 		pxs[k].jobs[pxs[k].njobs++] = j;
 		j->px = &pxs[k];
 	}
-	block_signals();
 	for (k = 0; k < npx; k++) {
 		char cfg[PATH_MAX + 16];
 
@@ -636,7 +832,9 @@ eg_rp_run_plans(const struct rp_opts *o)
 			rc = RP_EX_RUNTIME;
 			goto out;
 		}
-		snprintf(cfg, sizeof(cfg), "%s/config.ini", pxs[k].jobs[0]->dir);
+		/* through the descriptor: the path may have been replaced */
+		snprintf(cfg, sizeof(cfg), "/proc/self/fd/%d/config.ini",
+		    pxs[k].jobs[0]->dirfd);
 		r = proxy_start(&pxs[k], cfg, pxs[k].jobs[0]->plan->steps[0].phase,
 		    o->key);
 		if (r != 0) {
@@ -668,8 +866,54 @@ out:
 
 /* --- --resume ------------------------------------------------------------------ */
 
+/*
+ * Open the record directory DIR for --resume: DIR itself, never through a
+ * symlink (O_NOFOLLOW), locked before anything else is decided, and the
+ * directory whose identity run.json holds (a copy put in its place is
+ * refused).  0, or the exit status (messages printed).
+ */
+static int
+resume_open(struct job *j, const char *dir)
+{
+	struct stat st;
+	int rc;
+
+	j->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->dirfd == -1) {
+		eg_rp_warn("%s: %s", dir, errno == ELOOP || errno == ENOTDIR ?
+		    "not a directory (a symlink is refused: --resume takes "
+		    "the record directory itself)" : strerror(errno));
+		return RP_EX_USAGE;
+	}
+	eg_rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
+	/* run.json first only to name a holder when /proc/locks cannot */
+	(void)eg_rp_run_read(j->dirfd, &j->run);
+	if ((rc = record_lock(j, dir)) != 0)
+		return rc;
+	if (eg_rp_run_read(j->dirfd, &j->run) == -1) {
+		eg_rp_warn("%s: not a replay record directory (run.json: %s)",
+		    dir, strerror(errno));
+		return RP_EX_USAGE;
+	}
+	if (fstat(j->dirfd, &st) == -1) {
+		eg_rp_warn("%s: %s", dir, strerror(errno));
+		return RP_EX_RUNTIME;
+	}
+	if (j->run.has_dirid && (j->run.dir_dev != (unsigned long long)
+	    st.st_dev || j->run.dir_ino != (unsigned long long)st.st_ino)) {
+		eg_rp_warn("%s: not the directory this run was recorded in "
+		    "(run.json: device %llu inode %llu; %s: device %llu inode "
+		    "%llu): it was replaced or copied; nothing is resumed, "
+		    "sealed or signed", dir, j->run.dir_dev, j->run.dir_ino,
+		    j->dir, (unsigned long long)st.st_dev,
+		    (unsigned long long)st.st_ino);
+		return RP_EX_RUNTIME;
+	}
+	return 0;
+}
+
 int
-eg_rp_resume(const char *dir, const char *key)
+eg_rp_resume(const char *dir, const char *key, const char *force)
 {
 	struct proxy px;
 	struct job *j;
@@ -684,18 +928,12 @@ eg_rp_resume(const char *dir, const char *key)
 		return RP_EX_RUNTIME;
 	j->resume = 1;
 	j->key = key;
-	if (realpath(dir, j->dir) == NULL ||
-	    (j->dirfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
-	    == -1) {
-		eg_rp_warn("%s: %s", dir, strerror(errno));
+	j->force = force;
+	/* a --cancel that finds our pid in run.json must not kill us */
+	block_signals();
+	if ((rc = resume_open(j, dir)) != 0) {
 		job_free(j);
-		return RP_EX_USAGE;
-	}
-	if (eg_rp_run_read(j->dirfd, &j->run) == -1) {
-		eg_rp_warn("%s: not a replay record directory (run.json: %s)",
-		    dir, strerror(errno));
-		job_free(j);
-		return RP_EX_USAGE;
+		return rc;
 	}
 	if (j->run.sup_pid != 0 && (pid_t)j->run.sup_pid != getpid() &&
 	    eg_rp_ident_alive((pid_t)j->run.sup_pid, j->run.sup_start) &&
@@ -733,9 +971,11 @@ eg_rp_resume(const char *dir, const char *key)
 		job_free(j);
 		return RP_EX_RUNTIME;
 	}
-	snprintf(cfg, sizeof(cfg), "%s/config.ini", j->dir);
+	snprintf(cfg, sizeof(cfg), "/proc/self/fd/%d/config.ini", j->dirfd);
 	j->plan = load_plan(plan_path, plandir, j->plan_text, j->plan_len,
 	    cfg, 0);
+	if (j->plan != NULL)
+		plan_unredact(j, plan_path, plandir, cfg);
 	json_decref(org);
 	if (j->plan == NULL) {
 		job_free(j);
@@ -752,11 +992,13 @@ eg_rp_resume(const char *dir, const char *key)
 	snprintf(j->run.state, sizeof(j->run.state), "running");
 	j->run.ended[0] = '\0';
 	j->run.has_exit = 0;
+	if (j->force != NULL)
+		snprintf(j->run.force_reason, sizeof(j->run.force_reason), "%s",
+		    j->force);
 	if (eg_rp_run_put(j) == -1) {
 		job_free(j);
 		return RP_EX_RUNTIME;
 	}
-	block_signals();
 	px.jobs = &j;
 	px.njobs = 1;
 	j->px = &px;

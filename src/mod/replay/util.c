@@ -5,7 +5,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -231,5 +233,108 @@ eg_rp_expand_record(const char *tmpl, const char *base, time_t t, char *out,
 		o += (size_t)n;
 	}
 	out[o] = '\0';
+	return 0;
+}
+
+/* --- the record directory: where it is, its lock ---------------------------- */
+
+/* The path the directory open at fd has now (readlink /proc/self/fd/N,
+ * which follows renames); "(unknown)" when it cannot be read. */
+void
+eg_rp_fd_path(int fd, char *out, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = fd < 0 ? -1 : readlink(link, out, len > 0 ? len - 1 : 0);
+	if (n <= 0 || (size_t)n >= len - 1)
+		snprintf(out, len, "(unknown)");
+	else
+		out[n] = '\0';
+}
+
+/* 1 when path (its last component not followed) no longer names the
+ * directory open at dirfd: it was renamed, removed or replaced. */
+int
+eg_rp_dir_moved(int dirfd, const char *path)
+{
+	struct stat a, b;
+
+	if (fstat(dirfd, &a) == -1 || lstat(path, &b) == -1)
+		return 1;
+	return !S_ISDIR(b.st_mode) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino;
+}
+
+/* The pid holding a flock(2) lock on fd's file, from /proc/locks (the
+ * lock file stays empty: record check takes it as it is); 0: unknown. */
+static long
+lock_holder(int fd)
+{
+	struct stat st;
+	char line[256], type[16];
+	unsigned maj, min;
+	unsigned long long ino;
+	long pid, found = 0;
+	FILE *f;
+
+	if (fstat(fd, &st) == -1 || (f = fopen("/proc/locks", "re")) == NULL)
+		return 0;
+	while (found == 0 && fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, "->") != NULL)
+			continue;	/* a waiter */
+		if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", type, &pid,
+		    &maj, &min, &ino) != 5)
+			continue;
+		if (strcmp(type, "FLOCK") == 0 && maj == major(st.st_dev) &&
+		    min == minor(st.st_dev) && ino == (unsigned long long)
+		    st.st_ino && pid > 0)
+			found = pid;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Take the record directory's lock: flock(LOCK_EX|LOCK_NB) on DIR/.lock
+ * (made empty, mode 0600, never through a symlink; O_CLOEXEC, so that no
+ * keeper or step holds it after exec).  0: taken, *lockfd is kept open
+ * for the supervisor's life; 1: another process holds it (*holder: its
+ * pid, 0 when unknown); -1: error (errno).
+ */
+int
+eg_rp_lock(int dirfd, int *lockfd, long *holder)
+{
+	struct stat st;
+	int fd, e;
+
+	*holder = 0;
+	fd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK, 0600);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EINTR)
+			continue;
+		e = errno;
+		if (e == EWOULDBLOCK)
+			*holder = lock_holder(fd);
+		close(fd);
+		errno = e;
+		return e == EWOULDBLOCK ? 1 : -1;
+	}
+	*lockfd = fd;
 	return 0;
 }

@@ -10,7 +10,10 @@
 #endif
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -104,10 +107,14 @@ eg_sb_path_under(const char *path, const char *dir)
 	    (path[n] == '\0' || path[n] == '/');
 }
 
-const char *
-eg_sb_bwrap_find(char *buf, size_t len)
+/*
+ * The first bwrap in the fixed directories, never $PATH (a planted bwrap
+ * there would see everything): with usable, a regular file we may
+ * execute; without, anything by that name.  Its path in buf, or NULL.
+ */
+static const char *
+bwrap_scan(char *buf, size_t len, int usable)
 {
-	/* never $PATH: a planted bwrap there would see everything */
 	static const char *const dirs[] = {
 		"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"
 	};
@@ -119,11 +126,79 @@ eg_sb_bwrap_find(char *buf, size_t len)
 		n = snprintf(buf, len, "%s/bwrap", dirs[i]);
 		if (n < 0 || (size_t)n >= len)
 			continue;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		if (!usable && lstat(buf, &st) == 0)
+			return buf;
+		if (usable && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(buf, X_OK) == 0)
 			return buf;
 	}
 	return NULL;
+}
+
+const char *
+eg_sb_bwrap_find(char *buf, size_t len)
+{
+	return bwrap_scan(buf, len, 1);
+}
+
+const char *
+eg_sb_bwrap_unusable(char *buf, size_t len)
+{
+	return bwrap_scan(buf, len, 0);
+}
+
+/*
+ * Run "bwrap --unshare-all --ro-bind / / true" and keep the first line
+ * of what it says in line: 0 when it created a sandbox, else -1.  Called
+ * from a process with threads: the child only dup2()s and execs.
+ */
+static int
+bwrap_probe(const char *bwrap, char *line, size_t len)
+{
+	char a0[PATH_MAX], a1[] = "--unshare-all", a2[] = "--ro-bind";
+	char a3[] = "/", a4[] = "/", a5[] = "true";
+	char *const av[] = { a0, a1, a2, a3, a4, a5, NULL };
+	char *const envp[] = { NULL };
+	struct pollfd pfd;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+	int p[2], st = 0, nul;
+
+	line[0] = '\0';
+	snprintf(a0, sizeof(a0), "%s", bwrap);
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		nul = open("/dev/null", O_RDWR);
+		if (nul == -1 || dup2(nul, 0) == -1 || dup2(nul, 1) == -1 ||
+		    dup2(p[1], 2) == -1)
+			_exit(127);
+		execve(bwrap, av, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid == -1) {
+		close(p[0]);
+		return -1;
+	}
+	/* at most 5 s: a probe must not hang the error path */
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	while (n + 1 < len && poll(&pfd, 1, 5000) > 0) {
+		r = read(p[0], line + n, len - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	close(p[0]);
+	(void)kill(pid, SIGKILL);	/* gone already, unless hung */
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* Add the resolved directory p to out unless absent, "/" or covered. */
@@ -235,6 +310,44 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
 #undef BIND
 }
 
+/*
+ * A hidden path lying below a writable bind (the working directory, a
+ * --rw path) could still be moved away with a folder above it (mv out
+ * out.old, and a new out/... put in its place): each folder between that
+ * bind and the path is bound over itself, a mount point that cannot be
+ * renamed or removed (EBUSY) while it stays as writable as it was; the
+ * binds below it go on top again.
+ */
+static void
+pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
+    const char *path)
+{
+	const char *root = NULL;
+	char anc[PATH_MAX], *p;
+	size_t i, n;
+
+	if (eg_sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
+		root = s->cwd;
+	for (i = 0; s->rw != NULL && i < s->rw->n; i++)
+		if (eg_sb_path_under(path, s->rw->v[i]) &&
+		    strcmp(path, s->rw->v[i]) != 0 && (root == NULL ||
+		    strlen(s->rw->v[i]) > strlen(root)))
+			root = s->rw->v[i];
+	if (root == NULL || snprintf(anc, sizeof(anc), "%s", path) >=
+	    (int)sizeof(anc))
+		return;
+	n = strlen(root);
+	/* each ancestor strictly between root and path, outermost first */
+	for (p = anc + n + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		eg_sb_strv_add(a, "--bind");
+		eg_sb_strv_add(a, anc);
+		eg_sb_strv_add(a, anc);
+		add_binds(s, a, anc);
+		*p = '/';
+	}
+}
+
 int
 eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
@@ -284,6 +397,20 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 		eg_sb_strv_add(a, "--remount-ro");
 		eg_sb_strv_add(a, s->hostdir);
 	}
+	/*
+	 * --hide paths (egressd replay: the caller's home, the record
+	 * directories): an empty read-only tmpfs over each, after the binds
+	 * so that it also covers what the working directory shows (a record
+	 * directory under it); the binds strictly below it come back on top.
+	 */
+	for (i = 0; s->hide != NULL && i < s->hide->n; i++) {
+		pin_parents(s, a, s->hide->v[i]);
+		eg_sb_strv_add(a, "--tmpfs");
+		eg_sb_strv_add(a, s->hide->v[i]);
+		add_binds(s, a, s->hide->v[i]);
+		eg_sb_strv_add(a, "--remount-ro");
+		eg_sb_strv_add(a, s->hide->v[i]);
+	}
 	/* an audit log in a writable path: read-only, on top of them all */
 	if (s->audit != NULL) {
 		eg_sb_strv_add(a, "--ro-bind");
@@ -329,6 +456,11 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 		eg_sb_strv_add(a, "--ready-fd");
 		eg_sb_strv_add(a, num);
 	}
+	if (s->exec_fd != -1) {
+		snprintf(num, sizeof(num), "%d", s->exec_fd);
+		eg_sb_strv_add(a, "--exec-fd");
+		eg_sb_strv_add(a, num);
+	}
 	eg_sb_strv_add(a, "--");
 	for (i = 0; s->cmd[i] != NULL; i++)
 		eg_sb_strv_add(a, s->cmd[i]);
@@ -355,13 +487,21 @@ sysctl_num(const char *path)
 void
 eg_sb_bwrap_explain(const char *bwrap)
 {
+	char line[512];
 	struct stat st;
 	int setuid_bwrap;
 
 	setuid_bwrap = stat(bwrap, &st) == 0 && (st.st_mode & S_ISUID) &&
 	    st.st_uid == 0;
-	fprintf(stderr, "egressd: bubblewrap (%s) could not create the "
-	    "sandbox (its own message is above)\n", bwrap);
+	/* can it make any sandbox here, or was it our command line? */
+	if (bwrap_probe(bwrap, line, sizeof(line)) == -1) {
+		fprintf(stderr, "egressd: bwrap cannot create a sandbox here: ");
+		eg_sb_put_safe(line[0] != '\0' ? line : "(no message)");
+		fprintf(stderr, "\n  (%s --unshare-all --ro-bind / / true "
+		    "fails)\n", bwrap);
+	} else
+		fprintf(stderr, "egressd: bubblewrap (%s) could not create "
+		    "the sandbox (its own message is above)\n", bwrap);
 	if (geteuid() != 0 && !setuid_bwrap &&
 	    sysctl_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
 	    == 1) {

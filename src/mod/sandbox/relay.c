@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "relayhdr.h"
+#include "module.h"
 #include "sandbox.h"
 
 /* One direction of a connection: bytes read from one side, not yet
@@ -655,14 +656,16 @@ rl_proc_cb(void *arg)
 }
 
 static const char relay_usage[] =
-"usage: egressd relay --socket PATH --port N [--ready-fd FD] [--handoff]\n"
-"                     -- CMD [ARGS]\n"
+"usage: egressd relay --socket PATH --port N [--ready-fd FD] [--exec-fd FD]\n"
+"                     [--handoff] -- CMD [ARGS]\n"
 "\n"
 "Listen on 127.0.0.1:N, forward every connection to the Unix socket PATH\n"
 "(--handoff: pass it there, with the process that connected, when PATH\n"
 "is a socket egressd made for its own relay),\n"
 "run CMD with HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) set to\n"
 "http://127.0.0.1:N, and exit with its status (128+N for a signal).\n"
+"--exec-fd FD: when CMD cannot be executed, its errno (an int) is written\n"
+"there, so that the launcher tells that apart from CMD's own exit.\n"
 "egressd run starts this inside the sandbox; it is seldom run by hand.\n";
 
 static int
@@ -687,6 +690,7 @@ eg_sb_relay_main(int argc, char *argv[])
 		{ "port", required_argument, NULL, 'p' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "handoff", no_argument, NULL, 'H' },
+		{ "exec-fd", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -700,7 +704,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	sigset_t mask, omask;
 	const char *sock = NULL;
 	char err[256], url[64];
-	long port = -1, rfd = -1;
+	long port = -1, rfd = -1, xfd = -1;
 	uint16_t bound;
 	size_t i;
 	int ch, lfd, handoff = 0;
@@ -728,6 +732,13 @@ eg_sb_relay_main(int argc, char *argv[])
 		case 'H':
 			handoff = 1;
 			break;
+		case 'x':
+			if (rl_num(optarg, 3, 1023, &xfd) == -1) {
+				fprintf(stderr, "egressd relay: bad "
+				    "--exec-fd '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			fputs(relay_usage, stdout);
 			return 0;
@@ -742,6 +753,9 @@ eg_sb_relay_main(int argc, char *argv[])
 	}
 	if (rfd != -1)
 		(void)fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
+	/* closed by a successful exec: the command never holds it */
+	if (xfd != -1)
+		(void)fcntl((int)xfd, F_SETFD, FD_CLOEXEC);
 	/* nothing the command executes gains privileges (setuid, caps) */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
 		fprintf(stderr, "egressd relay: prctl(PR_SET_NO_NEW_PRIVS): "
@@ -763,8 +777,8 @@ eg_sb_relay_main(int argc, char *argv[])
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", bound);
 	for (i = 0; i < nitems(pvars); i++)
 		(void)setenv(pvars[i], url, 1);
-	(void)setenv("NO_PROXY", "", 1);
-	(void)setenv("no_proxy", "", 1);
+	(void)setenv("NO_PROXY", EG_SANDBOX_NO_PROXY, 1);
+	(void)setenv("no_proxy", EG_SANDBOX_NO_PROXY, 1);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -802,13 +816,21 @@ eg_sb_relay_main(int argc, char *argv[])
 		/* fail closed: never run the command unfiltered */
 		if (eg_sb_filter_load(filt, err, sizeof(err)) == -1) {
 			fprintf(stderr, "egressd relay: %s\n", err);
+			ch = -1;	/* not launched: no sandbox */
+			if (xfd != -1)
+				(void)write((int)xfd, &ch, sizeof(ch));
 			_exit(3);
 		}
 		execvp(argv[optind], argv + optind);
+		ch = errno;
 		fprintf(stderr, "egressd: %s: %s\n", argv[optind],
-		    strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		    strerror(ch));
+		if (xfd != -1)
+			(void)write((int)xfd, &ch, sizeof(ch));
+		_exit(ch == ENOENT ? 127 : 126);
 	}
+	if (xfd != -1)
+		close((int)xfd);
 	eg_sb_filter_free(filt);
 	/* the sandbox is up and the door is open */
 	if (rfd != -1) {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "alloc.h"
 #include "module.h"
 #include "sandbox.h"
 
@@ -68,20 +69,38 @@ struct run_opts {
 	int		 mode_set;	/* --sandbox given */
 	struct sb_strv	 rw, ro;	/* resolved */
 	struct sb_strv	 env;		/* NAME or NAME=VALUE */
+	struct sb_strv	 hide;		/* --hide, resolved */
+	int		 launch_fd;	/* --launch-fd; -1: none */
 	double		 timeout;	/* seconds; 0: none */
 	char *const	*cmd;
 };
 
 /* Decision counters, bumped on loop threads. */
+#define RUN_BLK_MAX	64	/* distinct blocked host:ports kept */
+#define RUN_BLK_SHOW	10	/* in the closing summary */
+
+struct run_blk {
+	char			hp[280];	/* host:port, printable */
+	unsigned long long	n;
+};
+
 struct run_counts {
 	unsigned long long	allow, block, fail;
+	/* the blocked host:ports, for the closing summary (under mtx: the
+	   loop threads report at once) */
+	pthread_mutex_t		mtx;
+	struct run_blk		blk[RUN_BLK_MAX];
+	size_t			nblk;
+	unsigned long long	blk_other;	/* BLOCKs of host:ports past
+						   RUN_BLK_MAX */
 };
 
 static const char run_usage[] =
 "usage: egressd run [-c FILE] [--phase NAME] [--sandbox auto|bwrap|none]\n"
 "                   [--proxy SOCKET] [--rw PATH]... [--ro PATH]...\n"
 "                   [--env NAME[=VALUE]]... [--timeout SECONDS]\n"
-"                   [--audit PATH] -- CMD [ARGS]\n";
+"                   [--audit PATH] [--hide PATH]... [--launch-fd FD]\n"
+"                   -- CMD [ARGS]\n";
 
 static const char run_help[] =
 "\n"
@@ -128,6 +147,13 @@ static const char run_help[] =
 "                        (SIGTERM, 2 s grace, SIGKILL) and exit 124\n"
 "  --audit PATH          keep the audit log there (default: the\n"
 "                        configuration's audit_log, else discarded)\n"
+"  --hide PATH           also hidden inside: an empty read-only tmpfs over\n"
+"                        PATH, the working dir and --rw/--ro paths below\n"
+"                        it still shown (repeatable; egressd replay hides\n"
+"                        the caller's home and the record directories)\n"
+"  --launch-fd FD        write an int there when CMD was not launched\n"
+"                        (-1: no sandbox; else the exec errno), so that a\n"
+"                        launcher tells that from CMD's own exit status\n"
 "  -h, --help            this text\n"
 "\n"
 "A sandbox inside (Codex's own bwrap) cannot map uid 0 when egressd run\n"
@@ -237,14 +263,55 @@ env_opt(const struct run_opts *o, const char *name, size_t n, int *set)
 	return 0;
 }
 
+/* One route's variables: env = URL/NAME, placeholder = egressd-route. */
+struct route_env {
+	const char	*url;
+	struct sb_strv	*out;
+};
+
+static void
+route_env_add(void *arg, const char *name, const char *env,
+    const char *placeholder)
+{
+	struct route_env *re = arg;
+	char *kv;
+	size_t n;
+
+	if (re->url == NULL) {		/* names only */
+		if (env != NULL)
+			eg_sb_strv_add(re->out, env);
+		if (placeholder != NULL)
+			eg_sb_strv_add(re->out, placeholder);
+		return;
+	}
+	if (env != NULL) {
+		n = strlen(env) + strlen(re->url) + strlen(name) + 3;
+		if ((kv = eg_malloc(n)) == NULL) {
+			re->out->oom = 1;
+			return;
+		}
+		snprintf(kv, n, "%s=%s/%s", env, re->url, name);
+		eg_sb_strv_add(re->out, kv);
+		eg_free(kv);
+	}
+	if (placeholder != NULL)
+		eg_sb_strv_add2(re->out, placeholder, "=egressd-route");
+}
+
 /*
  * CMD's environment: ours without secrets and proxy variables, plus the
- * --env settings, plus the proxy variables pointing at url.  The names
- * removed are listed on stderr (names only, never values).
+ * --env settings, plus the proxy variables pointing at url, plus each
+ * credential route's variables (SPEC "Routes": env and placeholder; not
+ * with --proxy, whose routes are another process's).  The names removed
+ * are listed on stderr (names only, never values).
  */
 static int
-env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
+env_build(const struct run_opts *o, struct egress *ex, const char *url,
+    struct sb_strv *out)
 {
+	struct route_env re;
+	struct sb_strv rn;
+	size_t k;
 	static const char *const pv[] = {
 		"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=",
 		"ALL_PROXY=", "all_proxy="
@@ -254,9 +321,22 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	int set, found;
 
 	removed[0] = '\0';
+	/* the routes' variable names: ours replace the caller's */
+	memset(&rn, 0, sizeof(rn));
+	if (ex != NULL) {
+		re.url = NULL;
+		re.out = &rn;
+		eg_module_routes(ex, route_env_add, &re);
+	}
 	for (i = 0; environ != NULL && environ[i] != NULL; i++) {
 		n = name_len(environ[i]);
 		if (environ[i][n] != '=' || is_proxy_var(environ[i], n))
+			continue;
+		for (k = 0; k < rn.n; k++)
+			if (strlen(rn.v[k]) == n &&
+			    strncmp(rn.v[k], environ[i], n) == 0)
+				break;
+		if (k < rn.n)
 			continue;
 		found = env_opt(o, environ[i], n, &set);
 		if (found && set)
@@ -281,18 +361,24 @@ env_build(const struct run_opts *o, const char *url, struct sb_strv *out)
 	}
 	for (i = 0; i < nitems(pv); i++)
 		eg_sb_strv_add2(out, pv[i], url);
-	eg_sb_strv_add(out, "NO_PROXY=");
-	eg_sb_strv_add(out, "no_proxy=");
+	/* only the relay listens on loopback inside: routes are reached
+	 * directly, everything else through the proxy */
+	eg_sb_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
+	eg_sb_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
+	if (ex != NULL) {
+		re.url = url;
+		re.out = out;
+		eg_module_routes(ex, route_env_add, &re);
+	}
+	eg_sb_strv_free(&rn);
 	if (rlen > 0)
 		fprintf(stderr, "egressd: not passed to the command: %s "
 		    "(--env NAME passes one)\n", removed);
 	return out->oom ? -1 : 0;
 }
 
-/* Write s to stderr with control characters as \ooo: file names come
- * from the working directory, which the command may have written. */
-static void
-put_safe(const char *s)
+void
+eg_sb_put_safe(const char *s)
 {
 	const unsigned char *p;
 
@@ -308,10 +394,10 @@ static void
 path_err(const char *opt, const char *path, const char *what, int e)
 {
 	fprintf(stderr, "egressd run: %s ", opt);
-	put_safe(path);
+	eg_sb_put_safe(path);
 	fputs(": ", stderr);
 	if (what != NULL) {
-		put_safe(what);
+		eg_sb_put_safe(what);
 		fputs(": ", stderr);
 	}
 	fprintf(stderr, "%s\n", strerror(e));
@@ -378,11 +464,11 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 					n = 0;
 				tgt[n] = '\0';
 				fprintf(stderr, "egressd run: %s ", opt);
-				put_safe(path);
+				eg_sb_put_safe(path);
 				fputs(": ", stderr);
-				put_safe(cand);
+				eg_sb_put_safe(cand);
 				fputs(" is a symbolic link to ", stderr);
-				put_safe(tgt);
+				eg_sb_put_safe(tgt);
 				fputs(";\n  refusing to bind what a link points "
 				    "to: name the target itself if you mean "
 				    "it\n", stderr);
@@ -415,17 +501,20 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 		{ "sandbox", required_argument, NULL, 'S' },
 		{ "proxy", required_argument, NULL, 'P' },
 		/* (replay steps: the socket takes the relay's handoff) */
-		{ "proxy-handoff", required_argument, NULL, 'H' },
+		{ "proxy-handoff", required_argument, NULL, 'K' },
 		{ "rw", required_argument, NULL, 'w' },
 		{ "ro", required_argument, NULL, 'r' },
 		{ "env", required_argument, NULL, 'e' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "audit", required_argument, NULL, 'a' },
+		{ "hide", required_argument, NULL, 'H' },
+		{ "launch-fd", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char *end;
+	char *end, rp[PATH_MAX];
 	size_t n;
+	long v;
 	int ch;
 
 	optind = 0;	/* glibc: full re-initialisation */
@@ -451,9 +540,9 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			o->mode_set = 1;
 			break;
 		case 'P':
-		case 'H':
+		case 'K':
 			o->proxy = optarg;
-			o->handoff = ch == 'H';
+			o->handoff = ch == 'K';
 			break;
 		case 'w':
 			if (add_path(&o->rw, "--rw", optarg) == -1)
@@ -484,6 +573,30 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 		case 'a':
 			o->audit = optarg;
 			break;
+		case 'H':
+			/* nothing there: nothing to hide */
+			if (realpath(optarg, rp) == NULL) {
+				if (errno == ENOENT)
+					break;
+				path_err("--hide", optarg, NULL, errno);
+				return 2;
+			}
+			if (strcmp(rp, "/") == 0)
+				return usage_err("--hide %s: not the whole "
+				    "file system", optarg);
+			eg_sb_strv_add(&o->hide, rp);
+			break;
+		case 'L':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 3 || v > 1023 || fcntl((int)v, F_GETFD) == -1)
+				return usage_err("--launch-fd %s: want an open "
+				    "descriptor (3 to 1023)", optarg);
+			o->launch_fd = (int)v;
+			/* only the launched side gets it (child_fds) */
+			(void)fcntl(o->launch_fd, F_SETFD, FD_CLOEXEC);
+			break;
 		case 'h':
 			fputs(run_usage, stdout);
 			fputs(run_help, stdout);
@@ -506,7 +619,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 	    o->audit != NULL))
 		return usage_err("%s", "--proxy uses a running egressd: -c, "
 		    "--phase and --audit belong to its configuration");
-	if (o->env.oom || o->rw.oom || o->ro.oom)
+	if (o->env.oom || o->rw.oom || o->ro.oom || o->hide.oom)
 		return usage_err("%s", "out of memory");
 	o->cmd = argv + optind;
 	return -1;
@@ -720,19 +833,84 @@ static int
 sb_init(struct egress *ex, const void *cfg, void **state, char *err,
     size_t errlen)
 {
+	struct run_counts *c;
+
 	(void)ex;
 	(void)cfg;
-	if ((*state = eg_calloc(1, sizeof(struct run_counts))) == NULL) {
+	if ((*state = c = eg_calloc(1, sizeof(struct run_counts))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&c->mtx, NULL);
 	return 0;
 }
 
 static void
 sb_fini(void *state)
 {
+	struct run_counts *c = state;
+
+	if (c != NULL)
+		pthread_mutex_destroy(&c->mtx);
 	eg_free(state);
+}
+
+/* Count a BLOCK of host:port (host NULL: "-") for the summary. */
+static void
+count_blocked(struct run_counts *c, const char *host, unsigned port)
+{
+	char hp[sizeof(c->blk[0].hp)];
+	size_t i;
+	int n;
+
+	n = port ? snprintf(hp, sizeof(hp), "%s:%u", host ? host : "-", port) :
+	    snprintf(hp, sizeof(hp), "%s", host ? host : "-");
+	if (n < 0)
+		return;
+	for (i = 0; hp[i] != '\0'; i++)	/* escaped already; be sure */
+		if ((unsigned char)hp[i] <= 0x20 || (unsigned char)hp[i] >= 0x7f)
+			hp[i] = '?';
+	pthread_mutex_lock(&c->mtx);
+	for (i = 0; i < c->nblk; i++)
+		if (strcmp(c->blk[i].hp, hp) == 0)
+			break;
+	if (i < c->nblk)
+		c->blk[i].n++;
+	else if (c->nblk < RUN_BLK_MAX) {
+		memcpy(c->blk[c->nblk].hp, hp, sizeof(hp));
+		c->blk[c->nblk++].n = 1;
+	} else
+		c->blk_other++;
+	pthread_mutex_unlock(&c->mtx);
+}
+
+/* "egressd: blocked: HOST:PORT (N), ... and K more" (none: nothing). */
+static void
+print_blocked(struct run_counts *c)
+{
+	unsigned long long more = c->blk_other;
+	struct run_blk t;
+	size_t i, j;
+
+	if (c->nblk == 0)
+		return;
+	/* most first; equal counts stay in the order first seen (a stable
+	 * insertion sort of at most RUN_BLK_MAX entries) */
+	for (i = 1; i < c->nblk; i++) {
+		t = c->blk[i];
+		for (j = i; j > 0 && c->blk[j - 1].n < t.n; j--)
+			c->blk[j] = c->blk[j - 1];
+		c->blk[j] = t;
+	}
+	fputs("egressd: blocked:", stderr);
+	for (i = 0; i < c->nblk && i < RUN_BLK_SHOW; i++)
+		fprintf(stderr, "%s %s (%llu)", i ? "," : "", c->blk[i].hp,
+		    c->blk[i].n);
+	for (; i < c->nblk; i++)
+		more += c->blk[i].n;
+	if (more > 0)
+		fprintf(stderr, ", and %llu more", more);
+	fputc('\n', stderr);
 }
 
 static void
@@ -746,6 +924,7 @@ on_event(const struct egress_event *ev, void *arg)
 		break;
 	case EGRESS_EV_BLOCK:
 		__atomic_fetch_add(&c->block, 1, __ATOMIC_RELAXED);
+		count_blocked(c, ev->host, ev->port);
 		break;
 	case EGRESS_EV_FAIL:
 		__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
@@ -868,7 +1047,7 @@ resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
  * (-1: none) becomes close-on-exec, so nothing of ours leaks inside.
  */
 static void
-child_fds(int keep, int keep2)
+child_fds(int keep, int keep2, int keep3)
 {
 	long fd, max;
 
@@ -883,6 +1062,8 @@ child_fds(int keep, int keep2)
 		(void)fcntl(keep, F_SETFD, 0);
 	if (keep2 != -1)
 		(void)fcntl(keep2, F_SETFD, 0);
+	if (keep3 != -1)
+		(void)fcntl(keep3, F_SETFD, 0);
 }
 
 struct run_state {
@@ -898,6 +1079,8 @@ struct run_state {
 	int			 audit_tmp;
 	char			 proxyrp[PATH_MAX];	/* --proxy */
 	char			 proxydir[PATH_MAX];	/* its folder */
+	int			 launched;	/* CMD's launch was tried (bwrap:
+						   the relay is up) */
 };
 
 /*
@@ -1040,6 +1223,9 @@ cleanup(struct run_state *st)
 			st->cnt.allow = c->allow;
 			st->cnt.block = c->block;
 			st->cnt.fail = c->fail;
+			memcpy(st->cnt.blk, c->blk, sizeof(c->blk));
+			st->cnt.nblk = c->nblk;
+			st->cnt.blk_other = c->blk_other;
 		}
 		egress_free(st->ex);
 		st->ex = NULL;
@@ -1254,6 +1440,18 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		return rc;
 	rc = 3;
 
+	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL &&
+	    eg_sb_bwrap_unusable(bw, sizeof(bw)) != NULL) {
+		struct stat bst;
+
+		fprintf(stderr, "egressd: bwrap cannot be used: %s is %s\n"
+		    "egressd: fix: reinstall bubblewrap, or run without any "
+		    "isolation with --sandbox none\n", bw,
+		    stat(bw, &bst) == -1 ? "a dangling link" :
+		    !S_ISREG(bst.st_mode) ? "not a regular file" :
+		    "not executable");
+		return 3;
+	}
 	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL) {
 		fprintf(stderr,
 "egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
@@ -1278,6 +1476,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	eg_sb_homes(&homes, getenv("HOME"));
 	for (i = 0; i < homes.n; i++)
 		eg_sb_strv_add(&hidden, homes.v[i]);
+	for (i = 0; i < st->o.hide.n; i++)
+		eg_sb_strv_add(&hidden, st->o.hide.v[i]);
 	eg_sb_strv_add(&hidden, "/tmp");
 	eg_sb_strv_add(&hidden, "/var/tmp");
 	eg_sb_strv_add(&hidden, "/run");
@@ -1321,6 +1521,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	}
 	spec.audit = audit[0] != '\0' ? audit : NULL;
 	spec.ready_fd = ready_fd;
+	spec.exec_fd = st->o.launch_fd;
+	spec.hide = &st->o.hide;
 	spec.handoff = st->o.proxy == NULL || st->o.handoff;
 	spec.cmd = st->o.cmd;
 	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
@@ -1369,9 +1571,13 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		(void)sigaction(SIGPIPE, &sa, NULL);
-		child_fds(ready_w, args_fd);
+		/* bwrap: the relay inside reports an exec failure; none:
+		 * the descriptor stays close-on-exec, ours to report */
+		child_fds(ready_w, args_fd, bwrap ? st->o.launch_fd : -1);
 		execve(execpath, argv, envp);
 		e = errno;
+		if (st->o.launch_fd != -1)
+			(void)write(st->o.launch_fd, &e, sizeof(e));
 		(void)write(2, "egressd: cannot execute ", 24);
 		(void)write(2, execpath, strlen(execpath));
 		(void)write(2, "\n", 1);
@@ -1381,6 +1587,8 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		close(ready_w);
 	if (args_fd != -1)
 		close(args_fd);
+	if (!bwrap)
+		st->launched = 1;
 	if (st->o.timeout > 0)
 		deadline = now_s() + st->o.timeout;
 
@@ -1445,6 +1653,8 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 			ready = 1;
 		close(ready_r);
 	}
+	if (bwrap && ready)
+		st->launched = 1;
 	/* nothing of the run survives it (orphans, daemons) */
 	kill_tree(0, SIGTERM, 0);
 	for (t = now_s() + 2; now_s() < t;) {
@@ -1490,10 +1700,12 @@ run_main(int argc, char *argv[])
 	char hostcmd[PATH_MAX], hint[4 * PATH_MAX];
 	int rc, sfd = -1, rp[2] = { -1, -1 }, afd = -1, bwrap, fd;
 	uint16_t port;
+	size_t i;
 
 	memset(&st, 0, sizeof(st));
 	hint[0] = '\0';
 	st.o.mode = SB_AUTO;
+	st.o.launch_fd = -1;
 	rc = parse_opts(argc, argv, &st.o);
 	if (rc != -1)
 		goto done;
@@ -1513,6 +1725,14 @@ run_main(int argc, char *argv[])
 	if (bwrap && check_cwd(&st.o, cwd) == -1) {
 		rc = 2;
 		goto done;
+	}
+	for (i = 0; i < st.o.hide.n; i++) {
+		if (strcmp(st.o.hide.v[i], cwd) == 0) {
+			fprintf(stderr, "egressd run: --hide %s: that is the "
+			    "working directory\n", cwd);
+			rc = 2;
+			goto done;
+		}
 	}
 	if (st.o.proxy != NULL && (realpath(st.o.proxy, st.proxyrp) == NULL ||
 	    stat(st.proxyrp, &sst) == -1 || !S_ISSOCK(sst.st_mode))) {
@@ -1601,7 +1821,8 @@ run_main(int argc, char *argv[])
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 		eg_sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
 	}
-	if (env_build(&st.o, url, &envp) == -1) {
+	if (env_build(&st.o, st.o.proxy == NULL ? st.ex : NULL, url,
+	    &envp) == -1) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto done;
 	}
@@ -1632,8 +1853,15 @@ run_main(int argc, char *argv[])
 		    "not kept (--audit PATH or audit_log keeps it)" :
 		    strcmp(st.auditpath, "-") == 0 ? "standard output" :
 		    st.auditpath);
+	if (st.o.proxy == NULL)
+		print_blocked(&st.cnt);
 done:
 	cleanup(&st);
+	/* CMD never ran: say so to the launcher (egressd replay) */
+	if (st.o.launch_fd != -1 && !st.launched) {
+		fd = -1;
+		(void)write(st.o.launch_fd, &fd, sizeof(fd));
+	}
 	if (rp[0] != -1)
 		close(rp[0]);
 	if (rp[1] != -1)
@@ -1648,6 +1876,7 @@ done:
 	eg_sb_strv_free(&st.o.rw);
 	eg_sb_strv_free(&st.o.ro);
 	eg_sb_strv_free(&st.o.env);
+	eg_sb_strv_free(&st.o.hide);
 	return rc;
 }
 

@@ -108,7 +108,11 @@ struct sb_bwrap_spec {
 	const char	*sockdir;	/* in-process proxy's dir, or */
 	const char	*sockfile;	/* --proxy: the socket itself */
 	const char	*hostdir;	/* the socket's host dir: hidden */
+	const struct sb_strv *hide;	/* --hide: hidden after the binds,
+					   those below shown again */
 	int		 ready_fd;	/* relay reports readiness */
+	int		 exec_fd;	/* relay reports an exec failure;
+					   -1: none */
 	int		 handoff;	/* relay --handoff */
 	char *const	*cmd;		/* NULL-terminated */
 };
@@ -118,6 +122,13 @@ struct sb_bwrap_spec {
  * its path into buf and return buf, or NULL.
  */
 const char	*eg_sb_bwrap_find(char *buf, size_t len);
+/* The first "bwrap" present in those directories (even one that is not
+ * a regular executable file), or NULL: to tell "not installed" from
+ * "installed but unusable". */
+const char	*eg_sb_bwrap_unusable(char *buf, size_t len);
+/* s to stderr with control characters as \ooo (file names come from the
+ * working directory, which the command may have written; bwrap's lines). */
+void	eg_sb_put_safe(const char *s);
 /* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
 int		 eg_sb_bwrap_argv(const struct sb_bwrap_spec *spec,
 		    struct sb_strv *out);

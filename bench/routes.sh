@@ -1,0 +1,184 @@
+#!/bin/bash
+# bench/routes.sh: a credential route in egressd against nginx as the
+# reverse proxy ops teams would use instead (proxy_pass https://...,
+# proxy_set_header x-api-key, proxy_ssl_verify on, upstream keepalive,
+# proxy_buffering off), both in front of the same local TLS upstream (an
+# nginx answering a small JSON body), interleaved round by round.
+# Reports requests/s at 1 and 32 connections, p50/p99 added latency (the
+# proxied latency minus a direct plain-HTTP request's to the same
+# upstream), time to the first SSE event (tests/integ/modelapi.py's
+# paced stream), CPU microseconds per request and RSS of the proxy.
+#
+#   bench/routes.sh BUILDDIR [ROUNDS] [REQUESTS]
+#
+# Needs nginx (apt-get install nginx-light), openssl, python3, a C
+# compiler (bench/httpload.c is the load generator).  Loopback only:
+# 127.0.0.2 (proxies), 127.0.0.3 (upstreams).  One worker each.
+set -u
+B=$(cd "${1:?usage: bench/routes.sh BUILDDIR [ROUNDS] [REQUESTS]}" && pwd)
+ROUNDS=${2:-3}
+N=${3:-20000}
+S=$(cd "$(dirname "$0")/.." && pwd)
+EGRESSD=$B/src/egressd/egressd
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "nginx not found (apt-get install nginx-light)"; exit 2; }
+T=$(mktemp -d /tmp/egressd-bench-routes.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+cc -O2 -o "$T/httpload" "$S/bench/httpload.c" || exit 2
+
+port() { python3 -S -c 'import socket; s=socket.socket(); s.bind(("127.0.0.3",0)); print(s.getsockname()[1])'; }
+PU=$(port); PP=$(port); PT=$(port); PE=$(port); PN=$(port)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$T/ca.key" -out "$T/ca.crt" -days 2 -subj /CN=bench-ca >/dev/null 2>&1
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$T/api.key" -out "$T/api.csr" -subj /CN=api.test >/dev/null 2>&1
+printf 'subjectAltName=DNS:api.test\n' >"$T/ext"
+openssl x509 -req -in "$T/api.csr" -CA "$T/ca.crt" -CAkey "$T/ca.key" \
+    -CAcreateserial -out "$T/api.crt" -days 2 -extfile "$T/ext" >/dev/null 2>&1
+KEY=sk-bench-$$
+BODY='{"id":"msg_bench","type":"message","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":12,"output_tokens":3}}'
+
+# the upstream: TLS (and a plain twin for the baseline)
+cat >"$T/up.conf" <<EOF
+worker_processes 1; daemon off; pid $T/up.pid; error_log $T/up.err;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 10000000;
+  server { listen 127.0.0.3:$PU ssl; listen 127.0.0.3:$PP;
+    ssl_certificate $T/api.crt; ssl_certificate_key $T/api.key;
+    location / { default_type application/json; return 200 '$BODY'; } } }
+EOF
+"$NGINX" -p "$T" -c "$T/up.conf" & PIDS+=($!)
+python3 -S "$S/tests/integ/modelapi.py" --addr 127.0.0.3 --port "$PT" \
+    --cert "$T/api.crt" --key "$T/api.key" --log "$T/ma.log" >/dev/null 2>&1 & PIDS+=($!)
+
+# egressd: one worker, a route to each upstream
+cat >"$T/eg.ini" <<EOF
+[proxy]
+listen = 127.0.0.2:$PE
+audit_log = $T/audit.log
+admin = none
+workers = 1
+[hosts]
+api.test = 127.0.0.3
+[route:api]
+upstream = https://api.test:$PU
+header = x-api-key: $KEY
+allow = POST /v1/messages
+ca_file = $T/ca.crt
+meter = anthropic
+[route:tick]
+upstream = https://api.test:$PT
+allow = GET /v1/tick
+ca_file = $T/ca.crt
+[phase:p]
+allow = route:api route:tick
+EOF
+"$EGRESSD" -c "$T/eg.ini" 2>"$T/eg.err" & EGPID=$!; PIDS+=($EGPID)
+
+# nginx as the reverse proxy, set up as the docs advise
+cat >"$T/px.conf" <<EOF
+worker_processes 1; daemon off; pid $T/px.pid; error_log $T/px.err;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 10000000;
+  upstream api { server 127.0.0.3:$PU; keepalive 64; }
+  upstream tick { server 127.0.0.3:$PT; keepalive 8; }
+  server { listen 127.0.0.2:$PN;
+    proxy_http_version 1.1;
+    proxy_buffering off;
+    proxy_ssl_verify on; proxy_ssl_trusted_certificate $T/ca.crt;
+    proxy_ssl_name api.test; proxy_ssl_server_name on;
+    proxy_ssl_session_reuse on;
+    # (proxy_set_header is inherited only by a level that sets none: every
+    # header of a location is set in it, Connection "" for keep-alive)
+    location /api/ { proxy_pass https://api/;
+      proxy_set_header Connection ""; proxy_set_header Authorization "";
+      proxy_set_header Host api.test:$PU; proxy_set_header x-api-key "$KEY"; }
+    location /tick/ { proxy_pass https://tick/;
+      proxy_set_header Connection ""; proxy_set_header Authorization "";
+      proxy_set_header Host api.test:$PT; } } }
+EOF
+"$NGINX" -p "$T" -c "$T/px.conf" & PIDS+=($!)
+sleep 1.5
+NGPID=$(pgrep -P "$(cat "$T/px.pid")" | head -n 1)	# its one worker
+
+REQ="POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+
+# load NAME PID PORT CONNS: "rps p50 p99 cpu_us_per_req"
+load()
+{
+	local c0 c1 out
+	c0=$(cpu "$2")
+	out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ") || { echo "0 0 0 0"; return; }
+	c1=$(cpu "$2")
+	echo "$out" | awk -v c="$((c1 - c0))" -v hz="$hz" -v n="$N" \
+	    '{print $2, $4, $6, c * 1000000 / hz / n}'
+}
+base=$("$T/httpload" 127.0.0.3 "$PP" 1 "$N" "$REQ")
+b50=$(echo "$base" | awk '{print $4}'); b99=$(echo "$base" | awk '{print $6}')
+
+first_event()	# PORT PATH: p50 ms from the upstream's send to receipt
+{
+	python3 -S - "$1" "$2" <<'EOF'
+import json, socket, sys, time
+s = socket.create_connection(("127.0.0.2", int(sys.argv[1])), timeout=20)
+s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
+buf, d = b"", []
+while len(d) < 40:
+    c = s.recv(65536)
+    if not c:
+        break
+    now = time.time()
+    buf += c
+    while b"\n\n" in buf:
+        ev, buf = buf.split(b"\n\n", 1)
+        for line in ev.split(b"\n"):
+            i = line.find(b"data: ")
+            if i != -1:
+                d.append((now - json.loads(line[i + 6:])["t"]) * 1000)
+d.sort()
+print("%.2f" % d[len(d) // 2] if d else "-")
+EOF
+}
+
+declare -A R
+for r in $(seq 1 "$ROUNDS"); do
+	for who in egressd nginx; do
+		if [ $who = egressd ]; then pid=$EGPID; p=$PE; path=/tick/v1/tick
+		else pid=$NGPID; p=$PN; path=/tick/v1/tick; fi
+		R[$who,1,$r]=$(load $who "$pid" "$p" 1)
+		R[$who,32,$r]=$(load $who "$pid" "$p" 32)
+		R[$who,sse,$r]=$(first_event "$p" "$path")
+	done
+done
+med()	# values on stdin: the median
+{
+	sort -g | awk '{v[NR]=$1} END {print NR ? v[int((NR + 1) / 2)] : "-"}'
+}
+col()	# WHO KEY FIELD
+{
+	local r
+	for r in $(seq 1 "$ROUNDS"); do echo "${R[$1,$2,$r]}" | awk -v f="$3" '{print $f}'; done | med
+}
+echo "baseline (direct plain HTTP to the upstream, 1 connection): p50 ${b50} us, p99 ${b99} us"
+echo
+echo "| median of $ROUNDS interleaved rounds, $N requests each | egressd | nginx |"
+echo "|---|---|---|"
+for who in egressd nginx; do :; done
+printf '| requests/s, 1 connection | %s | %s |\n' "$(col egressd 1 1)" "$(col nginx 1 1)"
+printf '| requests/s, 32 connections | %s | %s |\n' "$(col egressd 32 1)" "$(col nginx 32 1)"
+printf '| added latency p50, 1 connection (us) | %s | %s |\n' \
+    "$(( $(col egressd 1 2) - b50 ))" "$(( $(col nginx 1 2) - b50 ))"
+printf '| added latency p99, 1 connection (us) | %s | %s |\n' \
+    "$(( $(col egressd 1 3) - b99 ))" "$(( $(col nginx 1 3) - b99 ))"
+printf '| first SSE event after its send, p50 (ms) | %s | %s |\n' "$(col egressd sse 1)" "$(col nginx sse 1)"
+printf '| CPU per request, 32 connections (us) | %.1f | %.1f |\n' "$(col egressd 32 4)" "$(col nginx 32 4)"
+printf '| RSS after the runs (KiB) | %s | %s |\n' "$(rss "$EGPID")" "$(rss "$NGPID")"
+# upstream keep-alive works for both: TLS connections open to the
+# upstream now (a handshake per request would show as 0 or thousands)
+echo
+echo "TLS connections to the upstream after the runs: egressd $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c '"egressd"'), nginx $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c '"nginx"')"
