@@ -102,6 +102,11 @@ struct egress_event {
 	int64_t			 tokens_in;	/* CLOSE: -1: none */
 	int64_t			 tokens_out;
 	int64_t			 tokens_cached;
+	/* ALLOW, BLOCK, FAIL of a request that came through egressd's own
+	 * relay (egressd run, replay steps): the process that connected to
+	 * the relay, "-" when it could not be found; NULL otherwise */
+	const char		*pid;		/* decimal */
+	const char		*exe;		/* its executable's path */
 };
 
 /*

@@ -696,6 +696,8 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 	case EGRESS_EV_BLOCK:
 	case EGRESS_EV_FAIL:
 		kv_str(&o, json, "client", ev->client);
+		kv_str(&o, json, "pid", ev->pid);
+		kv_str(&o, json, "exe", ev->exe);
 		kv_str(&o, json, "method", ev->method);
 		kv_str(&o, json, "route", ev->route);
 		kv_str(&o, json, "path", ev->path);

@@ -163,6 +163,13 @@ struct eg_conn {
 	struct eg_tls		*tls;		/* c->uio's TLS, if https */
 	const struct eg_route	*uroute;	/* c->uio kept alive for it */
 	struct eg_cfg		*ucfg;		/* the snapshot it lives in */
+	/* egressd's own relay (option unix_relay): its handoff is read
+	 * first (conn.c), then the client's TCP socket it passed replaces
+	 * the Unix one; pid and exe name the process that connected */
+	struct eg_relay_hdr	*rly;		/* while the handoff is read */
+	int			 relay;		/* 1: handoff due, 2: done */
+	char			 rpid[12];
+	char			*rexe;		/* eg_malloc'd, or NULL */
 };
 
 /* Has the connection passed a budget mark (eg_conn_budget_check() due)? */

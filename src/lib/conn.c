@@ -11,6 +11,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,6 +28,7 @@
 #include "ownaddr.h"
 #include "policy.h"
 #include "proxy.h"
+#include "relayhdr.h"
 #include "reason.h"
 #include "reqparse.h"
 #include "select.h"
@@ -235,6 +238,10 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 	ev->client = c->client;
 	ev->method = c->method;
 	ev->sess = c->sess;
+	if (c->relay == 2) {
+		ev->pid = c->rpid;
+		ev->exe = c->rexe != NULL ? c->rexe : "";
+	}
 	if (c->t.host.len > 0) {
 		ev->host = c->t.host.name;
 		ev->port = c->t.port;
@@ -714,6 +721,176 @@ conn_bad_target(struct eg_conn *c)
 
 static void	conn_decide(struct eg_conn *);
 
+/* --- egressd's own relay ---------------------------------------------------- */
+
+/* The handoff being read (relayhdr.h); freed once it is done. */
+struct eg_relay_hdr {
+	size_t		 len;
+	int		 fd;		/* the client's TCP socket, or -1 */
+	int		 extra;		/* more descriptors, or some lost */
+	uint8_t		 buf[EG_RLY_MAX];
+};
+
+static void
+conn_relay_free(struct eg_conn *c)
+{
+	if (c->rly == NULL)
+		return;
+	if (c->rly->fd != -1)
+		close(c->rly->fd);
+	eg_free(c->rly);
+	c->rly = NULL;
+}
+
+/* Keep the descriptors of one recvmsg(): the first one, and note more. */
+static void
+conn_relay_fds(struct eg_relay_hdr *r, struct msghdr *msg)
+{
+	struct cmsghdr *cm;
+	size_t i, n;
+	int fd;
+
+	if (msg->msg_flags & MSG_CTRUNC)
+		r->extra = 1;
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS) {
+			r->extra = 1;
+			continue;
+		}
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(fd));
+			if (r->fd == -1)
+				r->fd = fd;
+			else {
+				close(fd);
+				r->extra = 1;
+			}
+		}
+	}
+}
+
+/*
+ * A connection on a Unix listener made for egressd's own relay: read
+ * its handoff (the header naming the process, and the client's TCP
+ * socket), then serve that socket instead of the Unix one, so that a
+ * policy close resets the client itself.  OK with the state unchanged
+ * once the swap is done (the head is read next, from the TCP socket);
+ * OK after a refusal (400: no good handoff), AGAIN, or CLOSED (the
+ * relay went away before saying anything).
+ */
+static enum eg_io_st
+conn_do_relay(struct eg_conn *c)
+{
+	struct eg_relay_hdr *r = c->rly;
+	struct eg_relay_id *id;
+	struct msghdr msg;
+	struct iovec iov;
+	union {
+		struct cmsghdr	h;
+		char		b[CMSG_SPACE(4 * sizeof(int))];
+	} cb;
+	const char *why;
+	size_t need;
+	socklen_t sl;
+	ssize_t n;
+	int rc, v, fd;
+
+	if (r == NULL) {
+		conn_bad(c, 400, "egressd relay: out of memory");
+		return EG_IO_OK;
+	}
+	if ((id = eg_malloc(sizeof(*id))) == NULL) {
+		conn_relay_free(c);
+		conn_bad(c, 400, "egressd relay: out of memory");
+		return EG_IO_OK;
+	}
+	for (;;) {
+		rc = eg_relay_hdr_parse(r->buf, r->len, &need, id, &why);
+		if (rc != 0)
+			break;
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = r->buf + r->len;
+		iov.iov_len = need - r->len;
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cb.b;
+		msg.msg_controllen = sizeof(cb.b);
+		n = recvmsg(c->cio.fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				eg_free(id);
+				return EG_IO_AGAIN;
+			}
+			n = 0;
+		}
+		conn_relay_fds(r, &msg);
+		if (n == 0) {
+			c->c_eof = 1;
+			if (r->len == 0 && r->fd == -1) {
+				/* the relay gave up before a word */
+				eg_free(id);
+				conn_relay_free(c);
+				eg_conn_close(c, EG_END_CLIENT_CLOSED);
+				return EG_IO_CLOSED;
+			}
+			rc = -1;
+			why = "incomplete relay header";
+			break;
+		}
+		r->len += (size_t)n;
+	}
+	fd = r->fd;
+	if (rc == 1 && r->extra) {
+		rc = -1;
+		why = "relay header: unexpected ancillary data";
+	} else if (rc == 1 && fd == -1) {
+		rc = -1;
+		why = "relay header: no client socket passed";
+	} else if (rc == 1) {
+		sl = sizeof(v);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &sl) == -1 ||
+		    v != SOCK_STREAM || (sl = sizeof(v), getsockopt(fd,
+		    SOL_SOCKET, SO_DOMAIN, &v, &sl)) == -1 ||
+		    (v != AF_INET && v != AF_INET6)) {
+			rc = -1;
+			why = "relay header: the socket passed is not TCP";
+		}
+	}
+	if (rc != 1) {
+		eg_free(id);
+		conn_relay_free(c);
+		conn_bad(c, 400, why);
+		return EG_IO_OK;
+	}
+	r->fd = -1;
+	conn_relay_free(c);
+	/* the relay's part is over: its Unix socket is closed, its TCP
+	 * client served from here on */
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK | fcntl(fd, F_GETFL));
+	eg_io_del(c->w->loop, &c->cio);
+	close(c->cio.fd);
+	eg_io_set_fd(&c->cio, fd);
+	/* what the Unix socket's events said (the relay's FIN: hup) is not
+	 * true of the client: a stale hup would end its stream at its
+	 * first short read */
+	c->c_eof = 0;
+	c->c2u.rd = 1;
+	c->c2u.hup = 0;
+	if (id->pid != 0)
+		snprintf(c->rpid, sizeof(c->rpid), "%lu",
+		    (unsigned long)id->pid);
+	if (id->exelen > 0 && (c->rexe = eg_malloc(id->exelen + 1)) != NULL)
+		memcpy(c->rexe, id->exe, id->exelen + 1);
+	c->relay = 2;
+	eg_free(id);
+	return EG_IO_OK;
+}
+
 /*
  * A TLS record where a request head should be: a client was told to
  * use an https:// proxy.  It gets the TLS alert protocol_version (it
@@ -745,7 +922,21 @@ conn_do_head(struct eg_conn *c)
 	size_t cap = h->cap, hl;	/* c->cfg may be newer than h */
 	ssize_t n;
 
+	if (c->relay == 1) {
+		enum eg_io_st rr = conn_do_relay(c);
+
+		if (rr != EG_IO_OK || c->state != EG_CS_HEAD)
+			return rr;
+	}
 	for (;;) {
+		if (h->len > 0 && !c->kept && h->scan == 0 &&
+		    eg_relay_hdr_sig(h->buf, h->len)) {
+			if (h->len < EG_RLY_SIGLEN)
+				goto more;	/* not decided yet */
+			conn_bad(c, 400, "a PROXY protocol header is "
+			    "accepted only from egressd's own relay");
+			return EG_IO_OK;
+		}
 		/* a TLS handshake record (0x16): no method begins so */
 		if (h->len > 0 && h->buf[0] == 0x16) {
 			conn_tls_to_proxy(c);
@@ -761,6 +952,7 @@ conn_do_head(struct eg_conn *c)
 				return EG_IO_OK;
 			}
 		}
+more:
 		if (h->len == cap) {
 			conn_raw_target(c);
 			conn_bad(c, 431, "request headers too large");
@@ -1344,6 +1536,9 @@ conn_free(struct eg_conn *c)
 	eg_pipe_put(c, &c->u2c);
 	head_put(w, c->h);
 	eg_free(c->f);
+	conn_relay_free(c);
+	eg_free(c->rexe);
+	c->rexe = NULL;
 	eg_route_free(c);
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
@@ -1596,6 +1791,15 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	if (salen <= sizeof(c->cpeer))
 		memcpy(&c->cpeer, sa, salen);
 	conn_client_text(c, sa);
+	if (ex->unix_relay && ls->kind == EG_LISTEN_UNIX) {
+		/* conn_do_relay(); no memory: refused there */
+		c->relay = 1;
+		if ((c->rly = eg_malloc(sizeof(*c->rly))) != NULL) {
+			c->rly->len = 0;
+			c->rly->fd = -1;
+			c->rly->extra = 0;
+		}
+	}
 	/* the worker's snapshot, no lock: conn_decide() takes the current
 	 * one under the lock, with the phase */
 	c->cfg = w->cfg;

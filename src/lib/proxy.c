@@ -210,6 +210,8 @@ emit_public(const struct eg_event *e, struct egress_event *ev)
 	ev->by = e->by;
 	ev->closed = e->closed;
 	ev->action = e->action;
+	ev->pid = e->pid;
+	ev->exe = e->exe;
 	ev->route = e->route;
 	ev->path = e->path;
 	ev->cred = e->cred;
@@ -231,7 +233,7 @@ redact_event(const struct eg_redact *rd, struct egress_event *ev, char *buf,
 	const char **f[] = { &ev->host, &ev->phase, &ev->session,
 	    &ev->client, &ev->method, &ev->addr, &ev->rule, &ev->reason,
 	    &ev->report, &ev->end, &ev->sni, &ev->from, &ev->by,
-	    &ev->action, &ev->step };
+	    &ev->action, &ev->step, &ev->exe };
 	const char *r;
 	size_t i, used = 0;
 
@@ -470,6 +472,13 @@ egress_set_option(struct egress *ex, const char *key, const char *value)
 		return set_err(ex, "options must be set before egress_start()");
 	if (strcmp(key, "unix_client") == 0) {
 		snprintf(ex->unix_client, sizeof(ex->unix_client), "%s", value);
+		return 0;
+	}
+	if (strcmp(key, "unix_relay") == 0) {
+		if (value == NULL || (strcmp(value, "yes") != 0 &&
+		    strcmp(value, "no") != 0))
+			return set_err(ex, "unix_relay: want yes or no");
+		ex->unix_relay = strcmp(value, "yes") == 0;
 		return 0;
 	}
 	if (strcmp(key, "run_id") == 0) {

@@ -273,6 +273,9 @@ struct egress {
 	}			 subs[8];
 	size_t			 nsubs;
 	char			 unix_client[32];
+	int			 unix_relay;	/* option "unix_relay": every Unix
+						   listener serves egressd's own
+						   relay (its handoff, conn.c) */
 	char			 run_id[37];	/* option "run_id" */
 	int			 run_id_set;
 
@@ -375,6 +378,7 @@ struct eg_event {
 	int			 status;	/* CLOSE: the upstream's */
 	int64_t			 tokens_in, tokens_out, tokens_cached;
 						/* CLOSE: -1 none */
+	const char		*pid, *exe;	/* via egressd's own relay */
 };
 
 /* proxy.c */

@@ -23,6 +23,7 @@ addrclass|src/lib/addrclass.c|@core
 resp|src/lib/reqparse.c src/lib/host.c|@core
 pattern|src/lib/policy.c src/lib/host.c|@core
 sni|src/lib/sni.c|@core
+relayhdr|src/lib/relayhdr.c|
 session-body|src/lib/sessbody.c|
 auditparse|src/lib/auditparse.c|
 cfg|src/lib/cfg.c src/lib/inilex.c src/lib/policy.c src/lib/host.c|@core

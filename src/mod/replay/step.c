@@ -263,7 +263,8 @@ step_cmd(const struct job *j, const struct rp_step *st,
 	if (st->sandbox == RP_SB_BWRAP) {
 		ok |= eg_rp_strv_add(av, eg_rp_exe);
 		ok |= eg_rp_strv_add(av, "run");
-		ok |= eg_rp_strv_add(av, "--proxy");
+		/* a socket of our proxy: its relay hands clients over */
+		ok |= eg_rp_strv_add(av, "--proxy-handoff");
 		ok |= eg_rp_strv_add(av, j->sock);
 		ok |= eg_rp_strv_add(av, "--sandbox");
 		ok |= eg_rp_strv_add(av, "bwrap");

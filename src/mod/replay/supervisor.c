@@ -432,6 +432,7 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 	if (egress_set_option(px->ex, "session_dir", px->dir) == -1 ||
 	    egress_set_option(px->ex, "unix", path) == -1 ||
 	    egress_set_option(px->ex, "unix_client", "sandbox") == -1 ||
+	    egress_set_option(px->ex, "unix_relay", "yes") == -1 ||
 	    egress_set_option(px->ex, "listen", "none") == -1 ||
 	    egress_set_option(px->ex, "admin", "none") == -1 ||
 	    egress_set_option(px->ex, "phase", first_phase) == -1 ||

@@ -449,6 +449,8 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
 	eg_sb_strv_add(a, "--port");
 	eg_sb_strv_add(a, num);
+	if (s->handoff)
+		eg_sb_strv_add(a, "--handoff");
 	if (s->ready_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->ready_fd);
 		eg_sb_strv_add(a, "--ready-fd");

@@ -9,12 +9,24 @@
  * same uid, cannot ptrace it (or open its /proc/PID/mem) to borrow its
  * sockets.  The same loop serves "egressd run --sandbox none" from a
  * thread, without the filter.
+ *
+ * With --handoff (the proxy's socket is one egressd made for its own
+ * relay: egressd run's in-process proxy, a replay's), the relay copies
+ * nothing: for each client it finds the process that connected (its
+ * socket's inode in /proc/net/tcp, then /proc/PID/fd; the relay shares
+ * the command's PID and network namespaces), and passes the client's
+ * TCP socket itself to the proxy with SCM_RIGHTS behind a PROXY
+ * protocol v2 header naming that process (src/lib/relayhdr.h).  egressd
+ * then serves the TCP client directly: the audit line names pid and
+ * exe, and a close for policy resets the client instead of ending its
+ * download with a FIN that looks like a complete transfer.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE		/* accept4 */
 #endif
 #include <sys/types.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -22,7 +34,9 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -32,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "relayhdr.h"
 #include "module.h"
 #include "sandbox.h"
 
@@ -64,6 +79,7 @@ struct rl_conn {
 struct rl_loop {
 	int		 ep;
 	int		 lfd;
+	int		 handoff;	/* pass clients on, copy nothing */
 	const char	*sockpath;
 	struct rl_conn	*conns;
 	size_t		 nconns;
@@ -277,6 +293,182 @@ rl_conn_pump(struct rl_conn *c)
 	return 0;
 }
 
+/*
+ * The inode of the client's end of the connection accepted as cfd: the
+ * line of /proc/net/tcp (or tcp6, for a dual-stack socket) whose local
+ * address is cfd's peer and whose remote address is cfd's own.  0 when
+ * there is none (the client is gone).
+ */
+static unsigned long
+rl_client_inode(int cfd)
+{
+	static const char *const files[] = { "/proc/net/tcp",
+	    "/proc/net/tcp6" };
+	struct sockaddr_in me, peer;
+	socklen_t sl;
+	char want4[40], want6[80], line[512], loc[80], rem[80];
+	unsigned long ino;
+	size_t i;
+	FILE *f;
+
+	sl = sizeof(me);
+	if (getsockname(cfd, (struct sockaddr *)&me, &sl) == -1 ||
+	    me.sin_family != AF_INET)
+		return 0;
+	sl = sizeof(peer);
+	if (getpeername(cfd, (struct sockaddr *)&peer, &sl) == -1 ||
+	    peer.sin_family != AF_INET)
+		return 0;
+	/* the kernel prints each 32-bit word of the address as %08X */
+	for (i = 0; i < nitems(files); i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			if (sscanf(line, " %*u: %79[0-9A-Fa-f:] "
+			    "%79[0-9A-Fa-f:] %*x %*x:%*x %*x:%*x %*x %*u %*u "
+			    "%lu", loc, rem, &ino) != 3 || ino == 0)
+				continue;
+			snprintf(want4, sizeof(want4), "%s%08X:%04X",
+			    i == 0 ? "" : "0000000000000000FFFF0000",
+			    (unsigned)peer.sin_addr.s_addr,
+			    ntohs(peer.sin_port));
+			snprintf(want6, sizeof(want6), "%s%08X:%04X",
+			    i == 0 ? "" : "0000000000000000FFFF0000",
+			    (unsigned)me.sin_addr.s_addr, ntohs(me.sin_port));
+			if (strcasecmp(loc, want4) == 0 &&
+			    strcasecmp(rem, want6) == 0) {
+				fclose(f);
+				return ino;
+			}
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+/*
+ * The process holding the socket with inode ino (the lowest PID of
+ * those that do: a forked child shares its parent's), and its
+ * executable.  0 when none is found or readable.
+ */
+static pid_t
+rl_inode_owner(unsigned long ino, char *exe, size_t exelen)
+{
+	char want[64], path[64], link[64];
+	struct dirent *de, *fe;
+	DIR *pd, *fd;
+	pid_t best = 0;
+	long pid;
+	ssize_t n;
+	char *end;
+
+	exe[0] = '\0';
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	if ((pd = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(pd)) != NULL) {
+		errno = 0;
+		pid = strtol(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0' || pid <= 0 ||
+		    pid == (long)getpid() || (best != 0 && pid >= best))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		if ((fd = opendir(path)) == NULL)
+			continue;
+		while ((fe = readdir(fd)) != NULL) {
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%ld/fd/%.20s", pid,
+			    fe->d_name);
+			n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (strcmp(link, want) == 0) {
+				best = (pid_t)pid;
+				break;
+			}
+		}
+		closedir(fd);
+	}
+	closedir(pd);
+	if (best != 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/exe", (long)best);
+		n = readlink(path, exe, exelen - 1);
+		exe[n > 0 ? n : 0] = '\0';
+	}
+	return best;
+}
+
+/*
+ * Hand the client cfd over to the proxy: connect, send the header with
+ * cfd attached, close our copies.  A client that cannot be handed over
+ * is reset.
+ */
+static void
+rl_handoff(struct rl_loop *l, int cfd)
+{
+	struct sockaddr_in me, peer;
+	struct linger lg = { 1, 0 };
+	struct msghdr msg;
+	struct iovec iov;
+	union {
+		struct cmsghdr	h;
+		char		b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct cmsghdr *cm;
+	uint8_t *hdr = NULL;
+	char *exe = NULL;
+	unsigned long ino;
+	socklen_t sl;
+	size_t len;
+	pid_t pid = 0;
+	int ufd = -1, ok = 0;
+
+	if ((hdr = eg_malloc(EG_RLY_MAX)) == NULL ||
+	    (exe = eg_malloc(PATH_MAX + 1)) == NULL)
+		goto out;
+	exe[0] = '\0';
+	sl = sizeof(me);
+	if (getsockname(cfd, (struct sockaddr *)&me, &sl) == -1)
+		goto out;
+	sl = sizeof(peer);
+	if (getpeername(cfd, (struct sockaddr *)&peer, &sl) == -1)
+		goto out;
+	if ((ino = rl_client_inode(cfd)) != 0)
+		pid = rl_inode_owner(ino, exe, PATH_MAX + 1);
+	len = eg_relay_hdr_build(hdr, EG_RLY_MAX, peer.sin_addr.s_addr,
+	    peer.sin_port, me.sin_addr.s_addr, me.sin_port, (uint32_t)pid,
+	    exe);
+	if (len == 0 || (ufd = rl_unix_connect(l->sockpath)) == -1)
+		goto out;
+	(void)fcntl(ufd, F_SETFL, fcntl(ufd, F_GETFL) & ~O_NONBLOCK);
+	memset(&msg, 0, sizeof(msg));
+	memset(&cb, 0, sizeof(cb));
+	iov.iov_base = hdr;
+	iov.iov_len = len;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cb.b;
+	msg.msg_controllen = sizeof(cb.b);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &cfd, sizeof(int));
+	/* one message: the proxy reads the descriptor with its first byte
+	 * (a blocked send times out after SO_SNDTIMEO) */
+	ok = sendmsg(ufd, &msg, MSG_NOSIGNAL) == (ssize_t)len;
+out:
+	if (!ok)
+		(void)setsockopt(cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	if (ufd != -1)
+		close(ufd);
+	close(cfd);
+	eg_free(hdr);
+	eg_free(exe);
+}
+
 static void
 rl_accept(struct rl_loop *l)
 {
@@ -289,6 +481,10 @@ rl_accept(struct rl_loop *l)
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd == -1)
 			return;		/* EAGAIN, or try again later */
+		if (l->handoff) {
+			rl_handoff(l, cfd);
+			continue;
+		}
 		if (l->nconns >= SB_RELAY_MAXCONN) {
 			close(cfd);
 			continue;
@@ -353,8 +549,8 @@ rl_reap(struct rl_loop *l)
 }
 
 int
-eg_sb_relay_loop(int lfd, const char *sockpath, const struct sb_relay_ctl *ctl,
-    char *err, size_t errlen)
+eg_sb_relay_loop(int lfd, const char *sockpath, int handoff,
+    const struct sb_relay_ctl *ctl, char *err, size_t errlen)
 {
 	struct epoll_event ev, evs[64];
 	struct rl_loop l;
@@ -365,6 +561,7 @@ eg_sb_relay_loop(int lfd, const char *sockpath, const struct sb_relay_ctl *ctl,
 
 	memset(&l, 0, sizeof(l));
 	l.lfd = lfd;
+	l.handoff = handoff;
 	l.sockpath = sockpath;
 	l.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (l.ep == -1) {
@@ -460,9 +657,11 @@ rl_proc_cb(void *arg)
 
 static const char relay_usage[] =
 "usage: egressd relay --socket PATH --port N [--ready-fd FD] [--exec-fd FD]\n"
-"                     -- CMD [ARGS]\n"
+"                     [--handoff] -- CMD [ARGS]\n"
 "\n"
-"Listen on 127.0.0.1:N, forward every connection to the Unix socket PATH,\n"
+"Listen on 127.0.0.1:N, forward every connection to the Unix socket PATH\n"
+"(--handoff: pass it there, with the process that connected, when PATH\n"
+"is a socket egressd made for its own relay),\n"
 "run CMD with HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) set to\n"
 "http://127.0.0.1:N, and exit with its status (128+N for a signal).\n"
 "--exec-fd FD: when CMD cannot be executed, its errno (an int) is written\n"
@@ -490,6 +689,7 @@ eg_sb_relay_main(int argc, char *argv[])
 		{ "socket", required_argument, NULL, 's' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "handoff", no_argument, NULL, 'H' },
 		{ "exec-fd", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -507,7 +707,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	long port = -1, rfd = -1, xfd = -1;
 	uint16_t bound;
 	size_t i;
-	int ch, lfd;
+	int ch, lfd, handoff = 0;
 
 	optind = 0;	/* glibc: full re-initialisation */
 	while ((ch = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
@@ -528,6 +728,9 @@ eg_sb_relay_main(int argc, char *argv[])
 				    "--ready-fd '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'H':
+			handoff = 1;
 			break;
 		case 'x':
 			if (rl_num(optarg, 3, 1023, &xfd) == -1) {
@@ -637,7 +840,8 @@ eg_sb_relay_main(int argc, char *argv[])
 	ctl.fd = rp.sfd;
 	ctl.cb = rl_proc_cb;
 	ctl.arg = &rp;
-	if (eg_sb_relay_loop(lfd, sock, &ctl, err, sizeof(err)) == -1) {
+	if (eg_sb_relay_loop(lfd, sock, handoff, &ctl, err, sizeof(err)) ==
+	    -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		(void)kill(rp.child, SIGKILL);
 		while (waitpid(rp.child, &rp.status, 0) == -1 &&

@@ -62,6 +62,8 @@ struct run_opts {
 	const char	*config;
 	const char	*phase;
 	const char	*proxy;		/* --proxy SOCKET */
+	int		 handoff;	/* --proxy-handoff: it is a socket
+					   egressd made for its own relay */
 	const char	*audit;
 	enum sb_mode	 mode;
 	int		 mode_set;	/* --sandbox given */
@@ -107,15 +109,21 @@ static const char run_help[] =
 "egressd starts a private proxy (from -c FILE, or the built-in default that\n"
 "allows only the common model APIs), then runs CMD inside bubblewrap: all\n"
 "namespaces unshared, so CMD has no network of its own; inside, egressd\n"
-"relay listens on 127.0.0.1:3128 and forwards to the proxy's Unix socket.\n"
+"relay listens on 127.0.0.1:3128 and hands each connection to the proxy.\n"
 "CMD gets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) set to that\n"
 "address and NO_PROXY empty.  Every connection is decided by the allowlist\n"
-"of the phase and logged with client=sandbox.\n"
+"of the phase and logged with client=sandbox pid=PID exe=PATH (the process\n"
+"that connected); one the proxy closes for policy is reset.\n"
 "\n"
 "Inside the sandbox:\n"
 "  /                     read-only\n"
 "  /tmp /var/tmp /run    empty, private\n"
-"  /home /root $HOME     empty, private (your files and ~/.ssh are hidden)\n"
+"  /home /root $HOME     empty, private (your files and ~/.ssh are hidden);\n"
+"                        HOME is a fresh writable tmpfs, gone at the end:\n"
+"                        agent logins (~/.claude*, ~/.codex) are not there\n"
+"                        (--env the API key, or --ro/--rw the directory),\n"
+"                        nor programs installed under a home or /tmp (exit\n"
+"                        127: egressd names the --ro that shows them)\n"
 "  the working dir       read-write (so are --rw paths)\n"
 "  --ro paths            read-only (to show something under a home dir)\n"
 "  --audit PATH          read-only, even in the working dir\n"
@@ -147,6 +155,12 @@ static const char run_help[] =
 "                        (-1: no sandbox; else the exec errno), so that a\n"
 "                        launcher tells that from CMD's own exit status\n"
 "  -h, --help            this text\n"
+"\n"
+"A sandbox inside (Codex's own bwrap) cannot map uid 0 when egressd run\n"
+"runs as root (\"setting up uid map: Operation not permitted\"): run it as a\n"
+"regular user (setpriv --reuid=USER --regid=GROUP --init-groups, runuser\n"
+"-u USER), or turn the agent's sandbox off inside (codex --sandbox\n"
+"danger-full-access).\n"
 "\n"
 "Environment: variables whose name contains TOKEN, SECRET, PASSWORD,\n"
 "API_KEY, SSH_AUTH, AWS_ or GITHUB_ (any case) are removed; --env NAME\n"
@@ -486,6 +500,8 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 		{ "phase", required_argument, NULL, 'p' },
 		{ "sandbox", required_argument, NULL, 'S' },
 		{ "proxy", required_argument, NULL, 'P' },
+		/* (replay steps: the socket takes the relay's handoff) */
+		{ "proxy-handoff", required_argument, NULL, 'K' },
 		{ "rw", required_argument, NULL, 'w' },
 		{ "ro", required_argument, NULL, 'r' },
 		{ "env", required_argument, NULL, 'e' },
@@ -524,7 +540,9 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			o->mode_set = 1;
 			break;
 		case 'P':
+		case 'K':
 			o->proxy = optarg;
+			o->handoff = ch == 'K';
 			break;
 		case 'w':
 			if (add_path(&o->rw, "--rw", optarg) == -1)
@@ -927,6 +945,7 @@ on_log(int level, const char *msg, void *arg)
 struct relay_thr {
 	pthread_t	 tid;
 	int		 lfd, efd;
+	int		 handoff;	/* the socket is our own relay's */
 	const char	*sock;
 	char		 err[256];
 	int		 rc;
@@ -948,7 +967,8 @@ relay_thr_main(void *arg)
 	ctl.fd = t->efd;
 	ctl.cb = relay_thr_stop;
 	ctl.arg = t;
-	t->rc = eg_sb_relay_loop(t->lfd, t->sock, &ctl, t->err, sizeof(t->err));
+	t->rc = eg_sb_relay_loop(t->lfd, t->sock, t->handoff, &ctl, t->err,
+	    sizeof(t->err));
 	return NULL;
 }
 
@@ -1166,6 +1186,7 @@ proxy_start(struct run_state *st)
 	/* the private socket first: a proxy with no listener is invalid */
 	if (egress_set_option(st->ex, "unix", st->sock) == -1 ||
 	    egress_set_option(st->ex, "unix_client", "sandbox") == -1 ||
+	    egress_set_option(st->ex, "unix_relay", "yes") == -1 ||
 	    egress_set_option(st->ex, "listen", "none") == -1 ||
 	    egress_set_option(st->ex, "admin", "none") == -1 ||
 	    (st->o.phase != NULL &&
@@ -1325,6 +1346,82 @@ audit_guard(const struct run_state *st, const char *cwd, char *out,
 	return 0;
 }
 
+/* 1 if the host path p (resolved) can be seen inside the sandbox. */
+static int
+seen_inside(const struct run_state *st, const char *cwd,
+    const struct sb_strv *hidden, const char *p)
+{
+	size_t i;
+
+	if (eg_sb_path_under(p, cwd))
+		return 1;
+	for (i = 0; i < st->o.rw.n; i++)
+		if (eg_sb_path_under(p, st->o.rw.v[i]))
+			return 1;
+	for (i = 0; i < st->o.ro.n; i++)
+		if (eg_sb_path_under(p, st->o.ro.v[i]))
+			return 1;
+	for (i = 0; i < hidden->n; i++)
+		if (eg_sb_path_under(p, hidden->v[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * CMD, found on the host at host (through the caller's PATH), lies in a
+ * directory the sandbox hides (a home, /tmp, /var/tmp, /run), or is a
+ * link into one: what to say if it then cannot be run inside (exit
+ * 127), with the --ro options that show it, into out.  out is empty
+ * when it is visible inside.
+ */
+static void
+cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
+    const char *host, char *out, size_t len)
+{
+	struct sb_strv homes = { 0 };
+	char abs[PATH_MAX], dir[2][PATH_MAX], opts[2 * PATH_MAX + 16], *s;
+	size_t i, o = 0;
+	int n;
+
+	out[0] = '\0';
+	opts[0] = '\0';
+	n = host[0] == '/' ? snprintf(abs, sizeof(abs), "%s", host) :
+	    snprintf(abs, sizeof(abs), "%s/%s", cwd, host);
+	if (n < 0 || (size_t)n >= sizeof(abs))
+		return;
+	/* the directory PATH named, and the one the file really is in */
+	snprintf(dir[0], sizeof(dir[0]), "%s", abs);
+	if ((s = strrchr(dir[0], '/')) != NULL)
+		s[s == dir[0] ? 1 : 0] = '\0';
+	if (realpath(dir[0], dir[1]) == NULL)
+		return;
+	memcpy(dir[0], dir[1], sizeof(dir[0]));
+	if (realpath(abs, dir[1]) == NULL)
+		return;
+	if ((s = strrchr(dir[1], '/')) != NULL)
+		s[s == dir[1] ? 1 : 0] = '\0';
+	eg_sb_homes(&homes, getenv("HOME"));
+	eg_sb_strv_add(&homes, "/tmp");
+	eg_sb_strv_add(&homes, "/var/tmp");
+	eg_sb_strv_add(&homes, "/run");
+	for (i = 0; i < 2; i++) {
+		if (seen_inside(st, cwd, &homes, dir[i]) ||
+		    (i == 1 && strcmp(dir[0], dir[1]) == 0))
+			continue;
+		n = snprintf(opts + o, sizeof(opts) - o, " --ro %s", dir[i]);
+		if (n > 0 && (size_t)n < sizeof(opts) - o)
+			o += (size_t)n;
+	}
+	eg_sb_strv_free(&homes);
+	if (o == 0)
+		return;
+	snprintf(out, len, "egressd: %s: not found inside the sandbox; on "
+	    "this host it is %s, in a directory the sandbox hides (the home "
+	    "directories, /tmp, /var/tmp and /run are empty inside)\n"
+	    "egressd: fix: add%s to make it visible (read-only)\n", cmd, abs,
+	    opts);
+}
+
 /* bwrap mode: the launcher argv; 0, or an exit status. */
 static int
 bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
@@ -1426,6 +1523,7 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	spec.ready_fd = ready_fd;
 	spec.exec_fd = st->o.launch_fd;
 	spec.hide = &st->o.hide;
+	spec.handoff = st->o.proxy == NULL || st->o.handoff;
 	spec.cmd = st->o.cmd;
 	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
 	    keep.oom) {
@@ -1599,11 +1697,13 @@ run_main(int argc, char *argv[])
 	struct stat sst;
 	sigset_t mask;
 	char cwd[PATH_MAX], url[64], execpath[PATH_MAX], err[256];
+	char hostcmd[PATH_MAX], hint[4 * PATH_MAX];
 	int rc, sfd = -1, rp[2] = { -1, -1 }, afd = -1, bwrap, fd;
 	uint16_t port;
 	size_t i;
 
 	memset(&st, 0, sizeof(st));
+	hint[0] = '\0';
 	st.o.mode = SB_AUTO;
 	st.o.launch_fd = -1;
 	rc = parse_opts(argc, argv, &st.o);
@@ -1701,6 +1801,7 @@ run_main(int argc, char *argv[])
 			goto done;
 	} else {
 		st.rt.sock = st.o.proxy != NULL ? st.proxyrp : st.sock;
+		st.rt.handoff = st.o.proxy == NULL || st.o.handoff;
 		st.rt.lfd = eg_sb_relay_listen(0, &port, err, sizeof(err));
 		if (st.rt.lfd == -1) {
 			fprintf(stderr, "egressd: relay: %s\n", err);
@@ -1725,6 +1826,9 @@ run_main(int argc, char *argv[])
 		fprintf(stderr, "egressd: out of memory\n");
 		goto done;
 	}
+	if (bwrap && resolve_cmd(st.o.cmd[0], envp.v, hostcmd,
+	    sizeof(hostcmd)) == 0)
+		cmd_hint(&st, cwd, st.o.cmd[0], hostcmd, hint, sizeof(hint));
 	if (!bwrap) {
 		eg_sb_strv_free(&cargv);
 		if (resolve_cmd(st.o.cmd[0], envp.v, execpath,
@@ -1738,6 +1842,8 @@ run_main(int argc, char *argv[])
 	rc = supervise(&st, execpath, bwrap ? xargv.v : st.o.cmd, envp.v,
 	    sfd, rp[0], rp[1], afd, bwrap);
 	rp[0] = rp[1] = afd = -1;	/* supervise() closed them */
+	if (rc == 127 && hint[0] != '\0')
+		fputs(hint, stderr);
 
 	cleanup(&st);
 	if (st.o.proxy == NULL)

@@ -68,11 +68,13 @@ struct sb_relay_ctl {
 int	eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
 	    size_t errlen);
 /*
- * Run the relay on lfd until ctl->cb returns nonzero.  Connections still
+ * Run the relay on lfd until ctl->cb returns nonzero.  With handoff,
+ * every client is passed to the proxy (relay.c, relayhdr.h) instead of
+ * copied: sockpath must be a socket egressd made for its own relay.  Connections still
  * open are closed on return; lfd is not.  Returns 0, or -1 with a
  * message in err when the loop itself cannot run.
  */
-int	eg_sb_relay_loop(int lfd, const char *sockpath,
+int	eg_sb_relay_loop(int lfd, const char *sockpath, int handoff,
 	    const struct sb_relay_ctl *ctl, char *err, size_t errlen);
 /* "egressd relay ...": argv[0] is "relay".  Returns the exit status. */
 int	eg_sb_relay_main(int argc, char *argv[]);
@@ -111,6 +113,7 @@ struct sb_bwrap_spec {
 	int		 ready_fd;	/* relay reports readiness */
 	int		 exec_fd;	/* relay reports an exec failure;
 					   -1: none */
+	int		 handoff;	/* relay --handoff */
 	char *const	*cmd;		/* NULL-terminated */
 };
 
