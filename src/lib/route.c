@@ -865,7 +865,7 @@ route_response(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	char *out = (char *)c->w->scratch;
-	size_t hl = 0, scan, extra;
+	size_t hl = 0, scan, extra, room;
 	const char *why;
 	enum eg_parse r;
 	enum eg_io_st st;
@@ -946,23 +946,44 @@ route_response(struct eg_conn *c)
 		memmove(rt->rbuf, rt->rbuf + hl, extra);
 		rt->rlen = extra;
 	}
+	/*
+	 * The head and what came with it go to the client in one send: the
+	 * pending bytes are flushed before the next read from the upstream
+	 * (which bounds them to the head buffer and one read) and once at
+	 * the end, not after every append.
+	 */
 	for (;;) {
-		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-		if (st == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (st == EG_IO_AGAIN)
-			break;
 		if (!rt->resp_eof_delim && !rt->resp_chunked &&
 		    rt->resp_left == 0) {
 			rt->resp_done = 1;
 			break;
 		}
 		if (rt->rlen > 0) {
-			n = rt->rlen > TUNBUF ? TUNBUF : (ssize_t)rt->rlen;
+			/* as much as the pending buffer still takes */
+			room = c->u2c.b.p == NULL ? TUNBUF :
+			    eg_buf_space(&c->u2c.b);
+			if (room == 0) {
+				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+				if (st == EG_IO_ERR)
+					return EG_IO_RES(EG_IO_ERR,
+					    EG_END_CLIENT_CLOSED);
+				if (st == EG_IO_AGAIN)
+					break;
+				room = TUNBUF;
+			}
+			if (room > TUNBUF)
+				room = TUNBUF;
+			n = rt->rlen > room ? (ssize_t)room : (ssize_t)rt->rlen;
 			memcpy(c->w->scratch, rt->rbuf, (size_t)n);
 			memmove(rt->rbuf, rt->rbuf + n, rt->rlen - (size_t)n);
 			rt->rlen -= (size_t)n;
 		} else {
+			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+			if (st == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR,
+				    EG_END_CLIENT_CLOSED);
+			if (st == EG_IO_AGAIN)
+				break;
 			n = up_recv(c, c->w->scratch, TUNBUF);
 			if (n == -2)
 				break;
@@ -993,12 +1014,11 @@ route_response(struct eg_conn *c)
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-		if (st == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (rt->resp_done || st == EG_IO_AGAIN)
+		if (rt->resp_done)
 			break;
 	}
+	if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
@@ -1047,12 +1067,14 @@ route_done(struct eg_conn *c)
 		eg_conn_close(c, EG_END_DONE);
 		return EG_IO_CLOSED;
 	}
-	/* eg_conn_reset_for_next() closes c->uio: keep the kept one out */
+	/*
+	 * eg_conn_reset_for_next() closes c->uio: the kept one is hidden
+	 * from it.  It stays in epoll with its interest (no epoll_ctl per
+	 * request): between requests an event on it means the upstream
+	 * spoke unasked or hung up, and eg_route_idle_event() closes it.
+	 */
 	fd = c->uio.fd;
-	if (fd != -1) {
-		eg_io_del(c->w->loop, &c->uio);
-		c->uio.fd = -1;
-	}
+	c->uio.fd = -1;
 	eg_conn_reset_for_next(c);
 	if (fd != -1)
 		eg_io_set_fd(&c->uio, fd);
@@ -1117,6 +1139,22 @@ eg_route_do(struct eg_conn *c)
 	return route_done(c);
 }
 
+uint32_t
+eg_route_idle_interest(const struct eg_conn *c)
+{
+	return c->uroute != NULL && c->uio.fd != -1 ?
+	    EPOLLIN | EPOLLRDHUP : 0;
+}
+
+void
+eg_route_idle_event(struct eg_conn *c)
+{
+	if (c->uroute != NULL && c->uio.fd != -1) {
+		up_close(c);
+		c->u2c.rd = c->u2c.hup = 0;	/* not the next one's */
+	}
+}
+
 void
 eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 {
@@ -1138,7 +1176,13 @@ eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 	else if (!c->c_eof && !rt->req_done)
 		*ce |= EPOLLIN | EPOLLRDHUP;
 	else if (!c->c_eof && !c->c2u.hup)
-		*ce |= EPOLLRDHUP;	/* a client that goes away */
+		/*
+		 * a client that goes away.  Its EPOLLIN stays as it was in
+		 * state HEAD (no epoll_ctl per request) until the client
+		 * sends while its answer is pending: then it is muted, the
+		 * bytes (a pipelined request) left unread until then.
+		 */
+		*ce |= c->c2u.rd ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
 	if (rt->want == EG_TLS_WANT_WRITE && c->uio.fd != -1)
 		*ue |= EPOLLOUT;
 }
