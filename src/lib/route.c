@@ -232,7 +232,8 @@ up_take(struct eg_conn *c, const struct eg_route *r, struct eg_cfg *cfg)
 		*pp = e->next;
 		up->n--;
 		n = recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (!(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+		if (!(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) ||
+		    (e->tls != NULL && eg_tls_buffered(e->tls))) {
 			upent_free(e);		/* it hung up meanwhile */
 			continue;
 		}
@@ -258,6 +259,8 @@ up_parkable(struct eg_conn *c)
 	if (c->uio.fd == -1 || c->uroute == NULL || c->ucfg == NULL ||
 	    (c->uroute->https && c->tls == NULL))
 		return 0;
+	if (c->tls != NULL && eg_tls_buffered(c->tls))
+		return 0;	/* bytes the upstream sent unasked */
 	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -295,6 +298,8 @@ up_alive(struct eg_conn *c)
 
 	if (c->uio.fd == -1)
 		return 0;
+	if (c->tls != NULL && eg_tls_buffered(c->tls))
+		return 0;	/* bytes the upstream sent unasked */
 	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
