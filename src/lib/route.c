@@ -897,6 +897,11 @@ route_response(struct eg_conn *c)
 		if (r != EG_PARSE_OK) {
 			if (rt->rlen == rt->rcap)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			/* nothing from the upstream since the request went
+			 * (epoll says when): no read that can only fail */
+			if (rt->rlen == 0 && !c->u2c.rd &&
+			    (c->tls == NULL || !eg_tls_buffered(c->tls)))
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 			n = up_recv(c, rt->rbuf + rt->rlen, rt->rcap -
 			    rt->rlen);
 			if (n == -2)
@@ -1154,7 +1159,8 @@ eg_route_idle_interest(const struct eg_conn *c)
 void
 eg_route_idle_event(struct eg_conn *c)
 {
-	if (c->uroute != NULL && c->uio.fd != -1) {
+	/* a stale event of the last answer's (read meanwhile) is not one */
+	if (c->uroute != NULL && c->uio.fd != -1 && !up_alive(c)) {
 		up_close(c);
 		c->u2c.rd = c->u2c.hup = 0;	/* not the next one's */
 	}
