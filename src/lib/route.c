@@ -988,13 +988,23 @@ route_response(struct eg_conn *c)
 			memmove(rt->rbuf, rt->rbuf + n, rt->rlen - (size_t)n);
 			rt->rlen -= (size_t)n;
 		} else {
-			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-			if (st == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR,
-				    EG_END_CLIENT_CLOSED);
-			if (st == EG_IO_AGAIN)
-				break;
-			n = up_recv(c, c->w->scratch, TUNBUF);
+			/* more already received (a body record after the
+			 * head's): joins the pending bytes, no send between */
+			room = c->u2c.b.p == NULL ? TUNBUF :
+			    eg_buf_space(&c->u2c.b);
+			if (room > TUNBUF)
+				room = TUNBUF;
+			if (c->tls == NULL || room < 1024 ||
+			    !eg_tls_buffered(c->tls)) {
+				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+				if (st == EG_IO_ERR)
+					return EG_IO_RES(EG_IO_ERR,
+					    EG_END_CLIENT_CLOSED);
+				if (st == EG_IO_AGAIN)
+					break;
+				room = TUNBUF;
+			}
+			n = up_recv(c, c->w->scratch, room);
 			if (n == -2)
 				break;
 			if (n <= 0) {
