@@ -1101,7 +1101,11 @@ route_done(struct eg_conn *c)
 	eg_free(rt->path);
 	eg_free(rt);
 	c->rt = NULL;
-	return c->state == EG_CS_HEAD ? EG_IO_OK : EG_IO_CLOSED;
+	if (c->state != EG_CS_HEAD)
+		return EG_IO_CLOSED;
+	/* a pipelined request already read is parsed now; else epoll says
+	 * when the next one comes (no read that would only fail) */
+	return c->h->len > 0 ? EG_IO_OK : EG_IO_AGAIN;
 }
 
 enum eg_io_st
