@@ -13,8 +13,11 @@
  * connection (c->uio, c->tls, c->uroute) and used again by the client's
  * next request for the same route of the same snapshot; a request for
  * anything else, or a kept connection the upstream closed meanwhile,
- * gets a new one.  While kept it is watched by no one: before reuse a
- * peek says whether the upstream hung up.
+ * gets a new one.  While kept on the client connection it stays in epoll
+ * (no epoll_ctl per request): an event on it between requests means the
+ * upstream spoke unasked or hung up, and it is closed then; before reuse
+ * a peek still says whether the upstream hung up meanwhile.  In the
+ * worker's pool it is out of epoll and only the peek says.
  *
  * Refusals go through conn.c's refusal function, like a CONNECT's.
  */
@@ -78,7 +81,9 @@ struct eg_rt {
  * (one timer per worker).  Out of epoll while parked: a peek on taking
  * says whether the upstream hung up meanwhile.
  */
-#define UPOOL_ROUTE	8
+/* 32 per route: a burst of 32 concurrent clients (an agent's parallel
+ * calls) finds its upstream connections again, no handshake each */
+#define UPOOL_ROUTE	32
 #define UPOOL_MAX	64
 
 struct upent {
