@@ -13,7 +13,7 @@
 #
 # nginx runs twice: with access_log off (as usually benchmarked) and with
 # an access log (a write(2) per request, as egressd's audit log writes
-# two).  EGRESSD_BEFORE=PATH (another egressd binary, e.g. one built from
+# two; EGRESSD_AUDIT=/dev/null shows what they cost).  EGRESSD_BEFORE=PATH (another egressd binary, e.g. one built from
 # an earlier commit) adds its column, run interleaved with the others.
 #
 # Needs nginx (apt-get install nginx-light), openssl, python3, a C
@@ -63,7 +63,7 @@ python3 -S "$S/tests/integ/modelapi.py" --addr 127.0.0.3 --port "$PT" \
 cat >"$T/eg.ini" <<EOF
 [proxy]
 listen = 127.0.0.2:$PE
-audit_log = $T/audit.log
+audit_log = ${EGRESSD_AUDIT:-$T/audit.log}
 admin = none
 workers = 1
 [hosts]
