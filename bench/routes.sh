@@ -11,6 +11,11 @@
 #
 #   bench/routes.sh BUILDDIR [ROUNDS] [REQUESTS]
 #
+# nginx runs twice: with access_log off (as usually benchmarked) and with
+# an access log (a write(2) per request, as egressd's audit log writes
+# two; EGRESSD_AUDIT=/dev/null shows what they cost).  EGRESSD_BEFORE=PATH (another egressd binary, e.g. one built from
+# an earlier commit) adds its column, run interleaved with the others.
+#
 # Needs nginx (apt-get install nginx-light), openssl, python3, a C
 # compiler (bench/httpload.c is the load generator).  Loopback only:
 # 127.0.0.2 (proxies), 127.0.0.3 (upstreams).  One worker each.
@@ -29,7 +34,7 @@ trap cleanup EXIT
 cc -O2 -o "$T/httpload" "$S/bench/httpload.c" || exit 2
 
 port() { python3 -S -c 'import socket; s=socket.socket(); s.bind(("127.0.0.3",0)); print(s.getsockname()[1])'; }
-PU=$(port); PP=$(port); PT=$(port); PE=$(port); PN=$(port)
+PU=$(port); PP=$(port); PT=$(port); PE=$(port); PN=$(port); PL=$(port); PB=$(port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$T/ca.key" -out "$T/ca.crt" -days 2 -subj /CN=bench-ca >/dev/null 2>&1
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
@@ -47,7 +52,8 @@ events { worker_connections 4096; }
 http { access_log off; keepalive_requests 10000000;
   server { listen 127.0.0.3:$PU ssl; listen 127.0.0.3:$PP;
     ssl_certificate $T/api.crt; ssl_certificate_key $T/api.key;
-    location / { default_type application/json; return 200 '$BODY'; } } }
+    location / { default_type application/json; return 200 '$BODY'; }
+    location = /nginx-status { stub_status; } } }
 EOF
 "$NGINX" -p "$T" -c "$T/up.conf" & PIDS+=($!)
 python3 -S "$S/tests/integ/modelapi.py" --addr 127.0.0.3 --port "$PT" \
@@ -57,7 +63,7 @@ python3 -S "$S/tests/integ/modelapi.py" --addr 127.0.0.3 --port "$PT" \
 cat >"$T/eg.ini" <<EOF
 [proxy]
 listen = 127.0.0.2:$PE
-audit_log = $T/audit.log
+audit_log = ${EGRESSD_AUDIT:-$T/audit.log}
 admin = none
 workers = 1
 [hosts]
@@ -76,6 +82,15 @@ ca_file = $T/ca.crt
 allow = route:api route:tick
 EOF
 "$EGRESSD" -c "$T/eg.ini" 2>"$T/eg.err" & EGPID=$!; PIDS+=($EGPID)
+WHO="egressd"
+if [ -n "${EGRESSD_BEFORE:-}" ]; then
+	sed -e "s/^listen = .*/listen = 127.0.0.2:$PB/" \
+	    -e "s|^audit_log = .*|audit_log = $T/audit-before.log|" \
+	    "$T/eg.ini" >"$T/eb.ini"
+	"$EGRESSD_BEFORE" -c "$T/eb.ini" 2>"$T/eb.err" & EBPID=$!; PIDS+=($EBPID)
+	WHO="$WHO before"
+fi
+WHO="$WHO nginx nginx+log"
 
 # nginx as the reverse proxy, set up as the docs advise
 cat >"$T/px.conf" <<EOF
@@ -100,23 +115,44 @@ http { access_log off; keepalive_requests 10000000;
       proxy_set_header Host api.test:$PT; } } }
 EOF
 "$NGINX" -p "$T" -c "$T/px.conf" & PIDS+=($!)
+# the same with an access log (the default format, a write(2) each)
+sed -e "s|pid $T/px.pid|pid $T/pl.pid|" -e "s|error_log $T/px.err|error_log $T/pl.err|" \
+    -e "s|access_log off;|access_log $T/pl-access.log;|" \
+    -e "s|listen 127.0.0.2:$PN;|listen 127.0.0.2:$PL;|" "$T/px.conf" >"$T/pl.conf"
+"$NGINX" -p "$T" -c "$T/pl.conf" & PIDS+=($!)
 sleep 1.5
 NGPID=$(pgrep -P "$(cat "$T/px.pid")" | head -n 1)	# its one worker
+NLPID=$(pgrep -P "$(cat "$T/pl.pid")" | head -n 1)
 
 REQ="POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
-# load NAME PID PORT CONNS: "rps p50 p99 cpu_us_per_req"
+# the connections the upstream accepted so far (its stub_status; this
+# request is one of them)
+accepts()
+{
+	local r
+	exec 9<>"/dev/tcp/127.0.0.3/$PP" || { echo 0; return; }
+	printf 'GET /nginx-status HTTP/1.0\r\n\r\n' >&9
+	r=$(cat <&9)
+	exec 9<&-
+	echo "$r" | awk 'f { print $1; exit } /accepts/ { f = 1 }'
+}
+
+# load NAME PID PORT CONNS: "rps p50 p99 cpu_us_per_req handshakes"
+# (handshakes: the upstream connections opened during the run)
 load()
 {
-	local c0 c1 out
+	local c0 c1 a0 a1 out
+	a0=$(accepts)
 	c0=$(cpu "$2")
-	out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ") || { echo "0 0 0 0"; return; }
+	out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ") || { echo "0 0 0 0 0"; return; }
 	c1=$(cpu "$2")
+	a1=$(accepts)
 	echo "$out" | awk -v c="$((c1 - c0))" -v hz="$hz" -v n="$N" \
-	    '{print $2, $4, $6, c * 1000000 / hz / n}'
+	    -v h="$((a1 - a0 - 1))" '{print $2, $4, $6, c * 1000000 / hz / n, h}'
 }
 base=$("$T/httpload" 127.0.0.3 "$PP" 1 "$N" "$REQ")
 b50=$(echo "$base" | awk '{print $4}'); b99=$(echo "$base" | awk '{print $6}')
@@ -147,9 +183,14 @@ EOF
 
 declare -A R
 for r in $(seq 1 "$ROUNDS"); do
-	for who in egressd nginx; do
-		if [ $who = egressd ]; then pid=$EGPID; p=$PE; path=/tick/v1/tick
-		else pid=$NGPID; p=$PN; path=/tick/v1/tick; fi
+	for who in $WHO; do
+		path=/tick/v1/tick
+		case $who in
+		egressd)	pid=$EGPID; p=$PE ;;
+		before)		pid=$EBPID; p=$PB ;;
+		nginx)		pid=$NGPID; p=$PN ;;
+		nginx+log)	pid=$NLPID; p=$PL ;;
+		esac
 		R[$who,1,$r]=$(load $who "$pid" "$p" 1)
 		R[$who,32,$r]=$(load $who "$pid" "$p" 32)
 		R[$who,sse,$r]=$(first_event "$p" "$path")
@@ -166,19 +207,53 @@ col()	# WHO KEY FIELD
 }
 echo "baseline (direct plain HTTP to the upstream, 1 connection): p50 ${b50} us, p99 ${b99} us"
 echo
-echo "| median of $ROUNDS interleaved rounds, $N requests each | egressd | nginx |"
-echo "|---|---|---|"
-for who in egressd nginx; do :; done
-printf '| requests/s, 1 connection | %s | %s |\n' "$(col egressd 1 1)" "$(col nginx 1 1)"
-printf '| requests/s, 32 connections | %s | %s |\n' "$(col egressd 32 1)" "$(col nginx 32 1)"
-printf '| added latency p50, 1 connection (us) | %s | %s |\n' \
-    "$(( $(col egressd 1 2) - b50 ))" "$(( $(col nginx 1 2) - b50 ))"
-printf '| added latency p99, 1 connection (us) | %s | %s |\n' \
-    "$(( $(col egressd 1 3) - b99 ))" "$(( $(col nginx 1 3) - b99 ))"
-printf '| first SSE event after its send, p50 (ms) | %s | %s |\n' "$(col egressd sse 1)" "$(col nginx sse 1)"
-printf '| CPU per request, 32 connections (us) | %.1f | %.1f |\n' "$(col egressd 32 4)" "$(col nginx 32 4)"
-printf '| RSS after the runs (KiB) | %s | %s |\n' "$(rss "$EGPID")" "$(rss "$NGPID")"
-# upstream keep-alive works for both: TLS connections open to the
+row()	# LABEL KEY FIELD FORMAT [OFFSET]: one cell per contender
+{
+	local w v line="| $1 |"
+	for w in $WHO; do
+		v=$(col "$w" "$2" "$3")
+		[ -n "${5:-}" ] && v=$(( v - $5 ))
+		line="$line $(printf "$4" "$v") |"
+	done
+	echo "$line"
+}
+hdr="| median of $ROUNDS interleaved rounds, $N requests each |"; sep="|---|"
+for w in $WHO; do
+	case $w in
+	before) hdr="$hdr egressd before |" ;;
+	nginx) hdr="$hdr nginx (access_log off) |" ;;
+	nginx+log) hdr="$hdr nginx (access log on) |" ;;
+	*) hdr="$hdr $w |" ;;
+	esac
+	sep="$sep---|"
+done
+echo "$hdr"; echo "$sep"
+row "requests/s, 1 connection" 1 1 %s
+row "requests/s, 32 connections" 32 1 %s
+row "added latency p50, 1 connection (us)" 1 2 %s "$b50"
+row "added latency p99, 1 connection (us)" 1 3 %s "$b99"
+row "first SSE event after its send, p50 (ms)" sse 1 %s
+row "CPU per request, 32 connections (us)" 32 4 %.1f
+row "upstream TLS handshakes, 1 connection run" 1 5 %s
+row "upstream TLS handshakes, 32 connection run" 32 5 %s
+line="| RSS after the runs (KiB) |"
+for w in $WHO; do
+	case $w in
+	egressd) pid=$EGPID ;; before) pid=$EBPID ;;
+	nginx) pid=$NGPID ;; nginx+log) pid=$NLPID ;;
+	esac
+	line="$line $(rss "$pid") |"
+done
+echo "$line"
+# upstream keep-alive works for all: TLS connections open to the
 # upstream now (a handshake per request would show as 0 or thousands)
 echo
-echo "TLS connections to the upstream after the runs: egressd $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c '"egressd"'), nginx $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c '"nginx"')"
+line="TLS connections to the upstream after the runs:"
+for w in $WHO; do
+	case $w in
+	egressd) pid=$EGPID ;; before) pid=$EBPID ;;
+	nginx) pid=$NGPID ;; nginx+log) pid=$NLPID ;;
+	esac
+	line="$line $w $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c "pid=$pid,")"
+done
+echo "$line"

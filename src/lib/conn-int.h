@@ -244,6 +244,10 @@ int	eg_route_head(struct eg_conn *);
 void	eg_route_connected(struct eg_conn *);
 enum eg_io_st eg_route_do(struct eg_conn *);
 void	eg_route_interest(struct eg_conn *, uint32_t *ce, uint32_t *ue);
+/* The kept upstream between requests (state HEAD): its interest, and an
+ * event on it (it spoke unasked or hung up: closed). */
+uint32_t eg_route_idle_interest(const struct eg_conn *);
+void	eg_route_idle_event(struct eg_conn *);
 int	eg_route_handshaking(const struct eg_conn *);
 /* Route fields of an audit event (NULL-safe). */
 void	eg_route_event(const struct eg_conn *, struct eg_event *);

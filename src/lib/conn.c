@@ -181,6 +181,9 @@ conn_interest(struct eg_conn *c)
 
 	switch (c->state) {
 	case EG_CS_HEAD:
+		ce = EPOLLIN | EPOLLRDHUP;
+		ue = eg_route_idle_interest(c);	/* a route's kept upstream */
+		break;
 	case EG_CS_LINGER:
 		ce = EPOLLIN | EPOLLRDHUP;
 		break;
@@ -1635,6 +1638,8 @@ conn_uio(void *arg, uint32_t events)
 	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
 		c->u2c.hup = 1;
 	c->uev = events;	/* for CONNECTING; cleared on its entry */
+	if (c->state == EG_CS_HEAD)
+		eg_route_idle_event(c);
 	conn_step(c);
 }
 

@@ -13,8 +13,11 @@
  * connection (c->uio, c->tls, c->uroute) and used again by the client's
  * next request for the same route of the same snapshot; a request for
  * anything else, or a kept connection the upstream closed meanwhile,
- * gets a new one.  While kept it is watched by no one: before reuse a
- * peek says whether the upstream hung up.
+ * gets a new one.  While kept on the client connection it stays in epoll
+ * (no epoll_ctl per request): an event on it between requests means the
+ * upstream spoke unasked or hung up, and it is closed then; before reuse
+ * a peek still says whether the upstream hung up meanwhile.  In the
+ * worker's pool it is out of epoll and only the peek says.
  *
  * Refusals go through conn.c's refusal function, like a CONNECT's.
  */
@@ -78,7 +81,9 @@ struct eg_rt {
  * (one timer per worker).  Out of epoll while parked: a peek on taking
  * says whether the upstream hung up meanwhile.
  */
-#define UPOOL_ROUTE	8
+/* 32 per route: a burst of 32 concurrent clients (an agent's parallel
+ * calls) finds its upstream connections again, no handshake each */
+#define UPOOL_ROUTE	32
 #define UPOOL_MAX	64
 
 struct upent {
@@ -232,7 +237,8 @@ up_take(struct eg_conn *c, const struct eg_route *r, struct eg_cfg *cfg)
 		*pp = e->next;
 		up->n--;
 		n = recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (!(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+		if (!(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) ||
+		    (e->tls != NULL && eg_tls_buffered(e->tls))) {
 			upent_free(e);		/* it hung up meanwhile */
 			continue;
 		}
@@ -258,6 +264,8 @@ up_parkable(struct eg_conn *c)
 	if (c->uio.fd == -1 || c->uroute == NULL || c->ucfg == NULL ||
 	    (c->uroute->https && c->tls == NULL))
 		return 0;
+	if (c->tls != NULL && eg_tls_buffered(c->tls))
+		return 0;	/* bytes the upstream sent unasked */
 	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -295,6 +303,8 @@ up_alive(struct eg_conn *c)
 
 	if (c->uio.fd == -1)
 		return 0;
+	if (c->tls != NULL && eg_tls_buffered(c->tls))
+		return 0;	/* bytes the upstream sent unasked */
 	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -865,7 +875,7 @@ route_response(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	char *out = (char *)c->w->scratch;
-	size_t hl = 0, scan, extra;
+	size_t hl = 0, scan, extra, room;
 	const char *why;
 	enum eg_parse r;
 	enum eg_io_st st;
@@ -892,6 +902,11 @@ route_response(struct eg_conn *c)
 		if (r != EG_PARSE_OK) {
 			if (rt->rlen == rt->rcap)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+			/* nothing from the upstream since the request went
+			 * (epoll says when): no read that can only fail */
+			if (rt->rlen == 0 && !c->u2c.rd &&
+			    (c->tls == NULL || !eg_tls_buffered(c->tls)))
+				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 			n = up_recv(c, rt->rbuf + rt->rlen, rt->rcap -
 			    rt->rlen);
 			if (n == -2)
@@ -946,24 +961,55 @@ route_response(struct eg_conn *c)
 		memmove(rt->rbuf, rt->rbuf + hl, extra);
 		rt->rlen = extra;
 	}
+	/*
+	 * The head and what came with it go to the client in one send: the
+	 * pending bytes are flushed before the next read from the upstream
+	 * (which bounds them to the head buffer and one read) and once at
+	 * the end, not after every append.
+	 */
 	for (;;) {
-		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-		if (st == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (st == EG_IO_AGAIN)
-			break;
 		if (!rt->resp_eof_delim && !rt->resp_chunked &&
 		    rt->resp_left == 0) {
 			rt->resp_done = 1;
 			break;
 		}
 		if (rt->rlen > 0) {
-			n = rt->rlen > TUNBUF ? TUNBUF : (ssize_t)rt->rlen;
+			/* as much as the pending buffer still takes */
+			room = c->u2c.b.p == NULL ? TUNBUF :
+			    eg_buf_space(&c->u2c.b);
+			if (room == 0) {
+				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+				if (st == EG_IO_ERR)
+					return EG_IO_RES(EG_IO_ERR,
+					    EG_END_CLIENT_CLOSED);
+				if (st == EG_IO_AGAIN)
+					break;
+				room = TUNBUF;
+			}
+			if (room > TUNBUF)
+				room = TUNBUF;
+			n = rt->rlen > room ? (ssize_t)room : (ssize_t)rt->rlen;
 			memcpy(c->w->scratch, rt->rbuf, (size_t)n);
 			memmove(rt->rbuf, rt->rbuf + n, rt->rlen - (size_t)n);
 			rt->rlen -= (size_t)n;
 		} else {
-			n = up_recv(c, c->w->scratch, TUNBUF);
+			/* more already received (a body record after the
+			 * head's): joins the pending bytes, no send between */
+			room = c->u2c.b.p == NULL ? TUNBUF :
+			    eg_buf_space(&c->u2c.b);
+			if (room > TUNBUF)
+				room = TUNBUF;
+			if (c->tls == NULL || room < 1024 ||
+			    !eg_tls_buffered(c->tls)) {
+				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+				if (st == EG_IO_ERR)
+					return EG_IO_RES(EG_IO_ERR,
+					    EG_END_CLIENT_CLOSED);
+				if (st == EG_IO_AGAIN)
+					break;
+				room = TUNBUF;
+			}
+			n = up_recv(c, c->w->scratch, room);
 			if (n == -2)
 				break;
 			if (n <= 0) {
@@ -993,12 +1039,11 @@ route_response(struct eg_conn *c)
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-		if (st == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-		if (rt->resp_done || st == EG_IO_AGAIN)
+		if (rt->resp_done)
 			break;
 	}
+	if (eg_pend_flush(c, &c->u2c, c->cio.fd) == EG_IO_ERR)
+		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
@@ -1047,19 +1092,25 @@ route_done(struct eg_conn *c)
 		eg_conn_close(c, EG_END_DONE);
 		return EG_IO_CLOSED;
 	}
-	/* eg_conn_reset_for_next() closes c->uio: keep the kept one out */
+	/*
+	 * eg_conn_reset_for_next() closes c->uio: the kept one is hidden
+	 * from it.  It stays in epoll with its interest (no epoll_ctl per
+	 * request): between requests an event on it means the upstream
+	 * spoke unasked or hung up, and eg_route_idle_event() closes it.
+	 */
 	fd = c->uio.fd;
-	if (fd != -1) {
-		eg_io_del(c->w->loop, &c->uio);
-		c->uio.fd = -1;
-	}
+	c->uio.fd = -1;
 	eg_conn_reset_for_next(c);
 	if (fd != -1)
 		eg_io_set_fd(&c->uio, fd);
 	eg_free(rt->path);
 	eg_free(rt);
 	c->rt = NULL;
-	return c->state == EG_CS_HEAD ? EG_IO_OK : EG_IO_CLOSED;
+	if (c->state != EG_CS_HEAD)
+		return EG_IO_CLOSED;
+	/* a pipelined request already read is parsed now; else epoll says
+	 * when the next one comes (no read that would only fail) */
+	return c->h->len > 0 ? EG_IO_OK : EG_IO_AGAIN;
 }
 
 enum eg_io_st
@@ -1117,6 +1168,23 @@ eg_route_do(struct eg_conn *c)
 	return route_done(c);
 }
 
+uint32_t
+eg_route_idle_interest(const struct eg_conn *c)
+{
+	return c->uroute != NULL && c->uio.fd != -1 ?
+	    EPOLLIN | EPOLLRDHUP : 0;
+}
+
+void
+eg_route_idle_event(struct eg_conn *c)
+{
+	/* a stale event of the last answer's (read meanwhile) is not one */
+	if (c->uroute != NULL && c->uio.fd != -1 && !up_alive(c)) {
+		up_close(c);
+		c->u2c.rd = c->u2c.hup = 0;	/* not the next one's */
+	}
+}
+
 void
 eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 {
@@ -1138,7 +1206,13 @@ eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 	else if (!c->c_eof && !rt->req_done)
 		*ce |= EPOLLIN | EPOLLRDHUP;
 	else if (!c->c_eof && !c->c2u.hup)
-		*ce |= EPOLLRDHUP;	/* a client that goes away */
+		/*
+		 * a client that goes away.  Its EPOLLIN stays as it was in
+		 * state HEAD (no epoll_ctl per request) until the client
+		 * sends while its answer is pending: then it is muted, the
+		 * bytes (a pipelined request) left unread until then.
+		 */
+		*ce |= c->c2u.rd ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
 	if (rt->want == EG_TLS_WANT_WRITE && c->uio.fd != -1)
 		*ue |= EPOLLOUT;
 }

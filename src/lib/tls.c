@@ -38,11 +38,20 @@ struct eg_tls_conf {
 	int			 has_sess;
 };
 
+/*
+ * Read-ahead: mbedTLS asks for a record's 5-byte header, then for its
+ * body, each a recv(2) of its own.  One recv of up to RA_BYTES serves
+ * both (and a second record already there) from here.
+ */
+#define RA_BYTES	(16384 + 2048)	/* a record with its overhead */
+
 struct eg_tls {
 	struct eg_tls_conf	*tc;
 	mbedtls_ssl_context	 ssl;
 	int			 fd;
 	int			 done;		/* handshake finished */
+	size_t			 ra_off, ra_len;	/* in ra */
+	unsigned char		 ra[RA_BYTES];
 };
 
 static void
@@ -158,9 +167,27 @@ tls_recv(void *arg, unsigned char *buf, size_t len)
 	struct eg_tls *t = arg;
 	ssize_t n;
 
-	do
-		n = recv(t->fd, buf, len, 0);
-	while (n == -1 && errno == EINTR);
+	if (t->ra_len == 0 && len < sizeof(t->ra)) {
+		do
+			n = recv(t->fd, t->ra, sizeof(t->ra), 0);
+		while (n == -1 && errno == EINTR);
+		if (n > 0) {
+			t->ra_off = 0;
+			t->ra_len = (size_t)n;
+		}
+	} else if (t->ra_len == 0) {
+		do
+			n = recv(t->fd, buf, len, 0);
+		while (n == -1 && errno == EINTR);
+	} else
+		n = 0;
+	if (t->ra_len > 0) {
+		n = (ssize_t)(len < t->ra_len ? len : t->ra_len);
+		memcpy(buf, t->ra + t->ra_off, (size_t)n);
+		t->ra_off += (size_t)n;
+		t->ra_len -= (size_t)n;
+		return (int)n;
+	}
 	if (n >= 0)
 		return (int)n;
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -294,6 +321,12 @@ size_t
 eg_tls_pending(struct eg_tls *t)
 {
 	return mbedtls_ssl_get_bytes_avail(&t->ssl);
+}
+
+int
+eg_tls_buffered(struct eg_tls *t)
+{
+	return t->ra_len > 0 || mbedtls_ssl_check_pending(&t->ssl);
 }
 
 const char *

@@ -52,6 +52,9 @@ ssize_t		 eg_tls_read(struct eg_tls *, void *buf, size_t n);
 ssize_t		 eg_tls_write(struct eg_tls *, const void *buf, size_t n);
 /* Decrypted bytes held by the library (readable without the socket). */
 size_t		 eg_tls_pending(struct eg_tls *);
+/* Received bytes not yet read by the caller (in the read-ahead or the
+ * library): after a complete answer, bytes the peer sent unasked. */
+int		 eg_tls_buffered(struct eg_tls *);
 /* The negotiated version ("TLSv1.2"). */
 const char	*eg_tls_version(struct eg_tls *);
 /* Frees and wipes (no close_notify: the caller closes the socket). */

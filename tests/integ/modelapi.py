@@ -22,6 +22,7 @@ Paths (any prefix is ignored only by the test's route, not here):
   ANY  /v1/chunked               a chunked JSON body with usage
   ANY  /v1/tick                  SSE: 40 events 50 ms apart, each with
                                  its send time (time.time())
+A query "delay=MS" (any path) waits MS milliseconds before answering.
 Prints READY once it serves.
 """
 import argparse
@@ -121,6 +122,9 @@ class H(http.server.BaseHTTPRequestHandler):
         if not isinstance(req, dict):
             req = {}
         path = p.split("?")[0]
+        for kv in (p.split("?", 1)[1] if "?" in p else "").split("&"):
+            if kv.startswith("delay="):
+                time.sleep(int(kv[6:]) / 1000.0)
         if path == "/v1/messages" and self.command == "POST":
             model = req.get("model", "claude-test")
             if req.get("stream"):
