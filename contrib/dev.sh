@@ -49,8 +49,9 @@ PKGS="$PKGS debhelper dpkg-dev fakeroot lintian debootstrap binutils \
 libjansson-dev libsystemd-dev bash-completion zsh python3-yaml jq"
 
 # the clients whose refusal and reset messages the tests read
-# (refusal-clients.test, policy-reset.test): Go's net/http
-PKGS="$PKGS golang-go"
+# (refusal-clients.test, policy-reset.test): Go's net/http; strace for
+# routes-syscalls.test's system-call counts
+PKGS="$PKGS golang-go strace"
 
 # Slow tests run once (in _build), not in every tree: not in TESTS.
 PACKAGING_TESTS="tests/integ/debpkg.test tests/integ/install.test \
