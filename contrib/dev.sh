@@ -29,8 +29,14 @@ libmicrohttpd-dev libmbedtls-dev libc-ares-dev libinih-dev \
 libseccomp-dev curl openssl python3 mandoc bubblewrap iproute2 procps \
 libjansson-dev git libpsl-dev \
 libsystemd-dev systemd logrotate prometheus"
-# routes-sdk.test: the official model SDKs (installed by the test from npm)
-PKGS="$PKGS nodejs npm"
+# routes-sdk.test: the official model SDKs (installed by the test from
+# npm).  Node and npm from Debian only where the machine has no node and
+# npm of its own: a Node.js that bundles npm (as NodeSource's does)
+# conflicts with Debian's npm package.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1
+then
+	PKGS="$PKGS nodejs npm"
+fi
 
 # The integration tests that run several workers against each other (and
 # reloads and phase switches against them, and egressd replay -j's job
