@@ -998,6 +998,10 @@ eg_rp_job_main(void *arg)
 			never_run(j, i, stepfd, &r, "skipped");
 		close(stepfd);
 	}
+	/* a cancel that came while a step was being launched or stopped:
+	 * its termination says how it ended, the run was still cancelled */
+	if (!unresolved && !runtime && eg_rp_cancel_requested(j))
+		cancelled = 1;
 	if (unresolved)
 		j->exit = RP_EX_UNRESOLVED;
 	else if (runtime)
