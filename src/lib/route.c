@@ -254,20 +254,16 @@ up_take(struct eg_conn *c, const struct eg_route *r, struct eg_cfg *cfg)
 	return 0;
 }
 
-/* Can c's kept upstream go to the pool: idle, and still there? */
+static int	up_alive(struct eg_conn *);
+
+/* Can c's kept upstream go to the pool: a route's, and still there? */
 static int
 up_parkable(struct eg_conn *c)
 {
-	uint8_t b;
-	ssize_t n;
-
-	if (c->uio.fd == -1 || c->uroute == NULL || c->ucfg == NULL ||
+	if (c->uroute == NULL || c->ucfg == NULL ||
 	    (c->uroute->https && c->tls == NULL))
 		return 0;
-	if (c->tls != NULL && eg_tls_buffered(c->tls))
-		return 0;	/* bytes the upstream sent unasked */
-	n = recv(c->uio.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	return n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	return up_alive(c);
 }
 
 void
