@@ -52,7 +52,7 @@ put(const char *name, const uint8_t *data, size_t len)
 	    0600);
 	if (fd == -1)
 		abort();
-	if (len > 0 && rp_write_all(fd, data, len) == -1)
+	if (len > 0 && mc_write_all(fd, data, len) == -1)
 		abort();
 	close(fd);
 }

@@ -202,7 +202,7 @@ manifest_ok(const char *step, size_t *n, int *has_patch)
 			good = 0;
 			continue;
 		}
-		rp_sha256_hex(b, len, hex);
+		mc_sha256_hex(b, len, hex);
 		if (strcmp(hex, json_string_value(json_object_get(e,
 		    "sha256"))) != 0 || (json_int_t)len !=
 		    json_integer_value(json_object_get(e, "size")))

@@ -26,10 +26,10 @@
 #include "crypto.h"
 #include "fsutil.h"
 
-int rp_open_beneath_no_openat2;
+int mc_open_beneath_no_openat2;
 
 int
-rp_write_all(int fd, const void *buf, size_t len)
+mc_write_all(int fd, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	ssize_t n;
@@ -48,7 +48,7 @@ rp_write_all(int fd, const void *buf, size_t len)
 }
 
 int
-rp_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
+mc_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
     mode_t mode)
 {
 	char tmp[NAME_MAX + 1];
@@ -85,7 +85,7 @@ rp_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
 	}
 	if (fd < 0)
 		return -1;
-	if (rp_write_all(fd, buf, len) < 0 || fchmod(fd, mode) < 0 ||
+	if (mc_write_all(fd, buf, len) < 0 || fchmod(fd, mode) < 0 ||
 	    fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {
@@ -127,7 +127,7 @@ fail:
 }
 
 int
-rp_write_json(int dirfd, const char *name, const json_t *v)
+mc_write_json(int dirfd, const char *name, const json_t *v)
 {
 	const size_t flags = JSON_COMPACT | JSON_SORT_KEYS;
 	char *s;
@@ -145,7 +145,7 @@ rp_write_json(int dirfd, const char *name, const json_t *v)
 		errno = EINVAL;
 		return -1;
 	}
-	rc = rp_write_atomic(dirfd, name, s, n, 0644);
+	rc = mc_write_atomic(dirfd, name, s, n, 0644);
 	e = errno;
 	eg_free(s);
 	errno = e;
@@ -266,14 +266,14 @@ out:
 }
 
 int
-rp_open_beneath(int dirfd, const char *path, int flags)
+mc_open_beneath(int dirfd, const char *path, int flags)
 {
 	int fd;
 
 	if (path_check(path) < 0)
 		return -1;
 #if defined(__linux__) && defined(SYS_openat2)
-	if (!rp_open_beneath_no_openat2) {
+	if (!mc_open_beneath_no_openat2) {
 		struct open_how how;
 
 		memset(&how, 0, sizeof(how));
@@ -309,7 +309,7 @@ hex32(const unsigned char d[32], char out[65])
 }
 
 void
-rp_sha256_hex(const void *buf, size_t len, char out[65])
+mc_sha256_hex(const void *buf, size_t len, char out[65])
 {
 	unsigned char d[EG_SHA256_LEN];
 
@@ -318,7 +318,7 @@ rp_sha256_hex(const void *buf, size_t len, char out[65])
 }
 
 int
-rp_sha256_fd(int fd, char out[65], uint64_t *size)
+mc_sha256_fd(int fd, char out[65], uint64_t *size)
 {
 	struct eg_sha256 c;
 	unsigned char buf[65536], d[EG_SHA256_LEN];

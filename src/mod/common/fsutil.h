@@ -3,8 +3,8 @@
  * (src/mod/common/libmodcommon.la, built when either is enabled).
  * libc, jansson and mbedTLS only; no printing, no exit().
  */
-#ifndef RP_FSUTIL_H
-#define RP_FSUTIL_H
+#ifndef MC_FSUTIL_H
+#define MC_FSUTIL_H
 
 #include <sys/types.h>
 #include <stddef.h>
@@ -20,14 +20,14 @@
  * dirfd may be AT_FDCWD.  0 or -1 with errno.
  */
 /* write(2) all of buf, again after EINTR and short writes.  0 or -1. */
-int	rp_write_all(int fd, const void *buf, size_t len);
-int	rp_write_atomic(int dirfd, const char *name, const void *buf,
+int	mc_write_all(int fd, const void *buf, size_t len);
+int	mc_write_atomic(int dirfd, const char *name, const void *buf,
 	    size_t len, mode_t mode);
 /*
  * jansson value -> compact sorted JSON (JSON_COMPACT|JSON_SORT_KEYS, UTF-8
- * unescaped, no final newline), written with rp_write_atomic mode 0644.
+ * unescaped, no final newline), written with mc_write_atomic mode 0644.
  */
-int	rp_write_json(int dirfd, const char *name, const json_t *v);
+int	mc_write_json(int dirfd, const char *name, const json_t *v);
 /*
  * Open path under dirfd refusing symlinks and ".." in every component
  * (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, else O_NOFOLLOW per
@@ -36,14 +36,14 @@ int	rp_write_json(int dirfd, const char *name, const json_t *v);
  * ".." component, ELOOP for a symlink anywhere, ENOENT for an empty
  * path, else what the kernel says.
  */
-int	rp_open_beneath(int dirfd, const char *path, int flags);
-/* Test knob: nonzero makes rp_open_beneath skip openat2 (the fallback). */
-extern int rp_open_beneath_no_openat2;
+int	mc_open_beneath(int dirfd, const char *path, int flags);
+/* Test knob: nonzero makes mc_open_beneath skip openat2 (the fallback). */
+extern int mc_open_beneath_no_openat2;
 
 /* Lower-case hex SHA-256 (mbedTLS) of a buffer / of an fd's bytes (from
  * its current offset to EOF; *size, when not NULL, gets their count).
- * rp_sha256_fd: 0 or -1 with errno. */
-void	rp_sha256_hex(const void *buf, size_t len, char out[65]);
-int	rp_sha256_fd(int fd, char out[65], uint64_t *size);
+ * mc_sha256_fd: 0 or -1 with errno. */
+void	mc_sha256_hex(const void *buf, size_t len, char out[65]);
+int	mc_sha256_fd(int fd, char out[65], uint64_t *size);
 
 #endif

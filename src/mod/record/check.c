@@ -313,7 +313,7 @@ check_digest(struct rc *c, const char *name, const char *key)
 		report(c, 0, name, "%s", eg_rr_open_error(errno, type));
 		return;
 	}
-	if (rp_sha256_fd(fd, got, &size) == -1)
+	if (mc_sha256_fd(fd, got, &size) == -1)
 		report(c, 0, name, "%s", strerror(errno));
 	else if (strcmp(got, want) != 0)
 		report(c, 0, name, "sha256 %s, the record says %s", got, want);
@@ -383,7 +383,7 @@ clear_mismatch(const json_t *s)
 	if (cmd != NULL) {
 		if ((buf = eg_rr_canon_dump(cmd, &len)) == NULL)
 			return "its command cannot be written canonically";
-		rp_sha256_hex(buf, len, hex);
+		mc_sha256_hex(buf, len, hex);
 		eg_free(buf);
 		want = jstr(s, "command_sha256");
 		if (want == NULL || strcmp(hex, want) != 0)
@@ -393,7 +393,7 @@ clear_mismatch(const json_t *s)
 	json_object_foreach((json_t *)(uintptr_t)env, k, v) {
 		if (!json_is_string(v))
 			return "a non-string env value";
-		rp_sha256_hex(json_string_value(v), json_string_length(v),
+		mc_sha256_hex(json_string_value(v), json_string_length(v),
 		    hex);
 		want = jstr(envh, k);
 		if (want == NULL || strcmp(hex, want) != 0)
@@ -460,7 +460,7 @@ check_entry(struct rc *c, const char *dir, const json_t *e, int manifest,
 		snprintf(why, cap, "%s: %s", p, eg_rr_open_error(errno, type));
 		return why;
 	}
-	if (rp_sha256_fd(fd, got, &size) == -1)
+	if (mc_sha256_fd(fd, got, &size) == -1)
 		snprintf(why, cap, "%s: %s", p, strerror(errno));
 	else if (size != (uint64_t)json_integer_value(json_object_get(e,
 	    "size")))

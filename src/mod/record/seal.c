@@ -66,7 +66,7 @@ eg_rr_open_reg(int dirfd, const char *path, mode_t *type)
 	if (type != NULL)
 		*type = 0;
 	/* look first: O_PATH opens a FIFO or a device without opening it */
-	if ((pfd = rp_open_beneath(dirfd, path, O_PATH)) == -1)
+	if ((pfd = mc_open_beneath(dirfd, path, O_PATH)) == -1)
 		return -1;
 	if (fstat(pfd, &s1) == -1) {
 		saved = errno;
@@ -82,7 +82,7 @@ eg_rr_open_reg(int dirfd, const char *path, mode_t *type)
 		return -1;
 	}
 	/* O_NONBLOCK: a FIFO swapped in meanwhile does not wait either */
-	fd = rp_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	fd = mc_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (fd == -1)
 		return -1;
 	if (fstat(fd, &s2) == -1 || !S_ISREG(s2.st_mode) ||
@@ -384,7 +384,7 @@ eg_rr_step_dirs(int dirfd, size_t *np)
 	int fd;
 
 	*np = 0;
-	fd = rp_open_beneath(dirfd, "steps", O_RDONLY | O_DIRECTORY |
+	fd = mc_open_beneath(dirfd, "steps", O_RDONLY | O_DIRECTORY |
 	    O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1) {
 		if (errno == ENOENT)
@@ -449,7 +449,7 @@ file_sha256(int dirfd, const char *name, char out[65], uint64_t *size,
 		    type));
 		return -1;
 	}
-	if (rp_sha256_fd(fd, out, size) == -1)
+	if (mc_sha256_fd(fd, out, size) == -1)
 		snprintf(err, errlen, "%s: %s", name, strerror(errno));
 	else
 		rc = 0;
@@ -930,7 +930,7 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 		    "name)" : strerror(errno));
 		goto out;
 	}
-	if (rp_write_atomic(dirfd, "record.json", buf, len, 0644) == -1) {
+	if (mc_write_atomic(dirfd, "record.json", buf, len, 0644) == -1) {
 		snprintf(err, errlen, "record.json: %s", strerror(errno));
 		goto out;
 	}
@@ -945,7 +945,7 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 		    &b64len, err, errlen) == -1)
 			goto out;
 		b64[b64len++] = '\n';
-		if (rp_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
+		if (mc_write_atomic(dirfd, "record.sig", b64, b64len, 0644) ==
 		    -1) {
 			snprintf(err, errlen, "record.sig: %s",
 			    strerror(errno));

@@ -51,7 +51,7 @@ eg_rp_cancel(const char *dir, const char *reason)
 	}
 	if (reason == NULL || reason[0] == '\0')
 		reason = "cancelled";
-	if (rp_write_atomic(privfd, "cancel", reason, strlen(reason), 0600)
+	if (mc_write_atomic(privfd, "cancel", reason, strlen(reason), 0600)
 	    == -1) {
 		eg_rp_warn("%s/%s/cancel: %s", dir, RP_PRIV, strerror(errno));
 		close(privfd);

@@ -144,7 +144,7 @@ keeper_truncated(int rawfd, const char *name)
 	ssize_t n;
 	int fd;
 
-	if ((fd = rp_open_beneath(rawfd, "truncated", O_RDONLY)) < 0)
+	if ((fd = mc_open_beneath(rawfd, "truncated", O_RDONLY)) < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -169,11 +169,11 @@ capture_output(struct cap *k, const char *name)
 	uint64_t hits = 0;
 	int in, trunc = 0, e;
 
-	in = rp_open_beneath(c->rawfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	in = mc_open_beneath(c->rawfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (in < 0 && errno == ENOENT) {
 		/* no raw output (launch failure): an empty file, a gap */
 		gap(k, "output_missing", name);
-		if (rp_write_atomic(c->stepfd, name, "", 0, 0644) < 0)
+		if (mc_write_atomic(c->stepfd, name, "", 0, 0644) < 0)
 			fail(k, "write", name, errno);
 		else
 			add_once(k, k->files, name);
@@ -237,7 +237,7 @@ dest_dir(int stepfd, const char *w, const char **base)
 			return -1;
 	} else if (errno != EEXIST)
 		return -1;
-	if ((cur = rp_open_beneath(stepfd, "files", O_RDONLY | O_DIRECTORY)) < 0)
+	if ((cur = mc_open_beneath(stepfd, "files", O_RDONLY | O_DIRECTORY)) < 0)
 		return -1;
 	for (p = w; (q = strchr(p, '/')) != NULL; p = q + 1) {
 		int made;
@@ -246,7 +246,7 @@ dest_dir(int stepfd, const char *w, const char **base)
 		comp[q - p] = '\0';
 		made = mkdirat(cur, comp, 0755) == 0;
 		if ((!made && errno != EEXIST) || (made && fsync(cur) < 0) ||
-		    (next = rp_open_beneath(cur, comp,
+		    (next = mc_open_beneath(cur, comp,
 		    O_RDONLY | O_DIRECTORY)) < 0) {
 			int e = errno;
 
@@ -276,7 +276,7 @@ capture_file(struct cap *k, int wfd, const char *w)
 		return;
 	}
 	/* look first (O_PATH: a fifo or a device is not opened) */
-	if ((pfd = rp_open_beneath(wfd, w, O_PATH)) < 0) {
+	if ((pfd = mc_open_beneath(wfd, w, O_PATH)) < 0) {
 		gap(k, "not_captured", w);
 		return;
 	}
@@ -286,7 +286,7 @@ capture_file(struct cap *k, int wfd, const char *w)
 		return;
 	}
 	close(pfd);
-	in = rp_open_beneath(wfd, w, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	in = mc_open_beneath(wfd, w, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (in < 0 || fstat(in, &s2) < 0 || !S_ISREG(s2.st_mode) ||
 	    s1.st_dev != s2.st_dev || s1.st_ino != s2.st_ino) {
 		if (in >= 0)
@@ -413,8 +413,8 @@ make_manifest(struct cap *k)
 	json_array_foreach(k->files, i, v) {
 		const char *p = json_string_value(v);
 
-		if ((fd = rp_open_beneath(k->c->stepfd, p, O_RDONLY)) < 0 ||
-		    rp_sha256_fd(fd, hex, &size) < 0) {
+		if ((fd = mc_open_beneath(k->c->stepfd, p, O_RDONLY)) < 0 ||
+		    mc_sha256_fd(fd, hex, &size) < 0) {
 			fail(k, "digest", p, errno);
 			if (fd >= 0)
 				close(fd);
@@ -498,7 +498,7 @@ rp_capture_step(const struct rp_capture *c, char *err, size_t errlen)
 	if (want_patch)
 		capture_patch(&k);
 	if ((manifest = make_manifest(&k)) == NULL ||
-	    rp_write_json(c->stepfd, "manifest.json", manifest) < 0)
+	    mc_write_json(c->stepfd, "manifest.json", manifest) < 0)
 		fail(&k, "write", "manifest.json", errno);
 	if (json_object_size(k.notes) > 0)
 		cj = json_pack("{s:O,s:O,s:O}", "gaps", k.gaps, "redacted",
@@ -506,7 +506,7 @@ rp_capture_step(const struct rp_capture *c, char *err, size_t errlen)
 	else
 		cj = json_pack("{s:O,s:O}", "gaps", k.gaps, "redacted",
 		    k.redacted);
-	if (cj == NULL || rp_write_json(c->stepfd, "capture.json", cj) < 0)
+	if (cj == NULL || mc_write_json(c->stepfd, "capture.json", cj) < 0)
 		fail(&k, "write", "capture.json", cj == NULL ? ENOMEM : errno);
 	else if (!k.failed && manifest != NULL)
 		remove_raw(c);

@@ -577,7 +577,7 @@ exclude_line(struct sbuf *b, const char *top, const char *dir)
 static int
 write_file_at(int dfd, const char *name, const char *s)
 {
-	return rp_write_atomic(dfd, name, s, strlen(s), 0600);
+	return mc_write_atomic(dfd, name, s, strlen(s), 0600);
 }
 
 /*
@@ -614,14 +614,14 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 	    sha256 ? "[extensions]\n\tobjectFormat = sha256\n" : "");
 	if ((mkdirat(g->pfd, "git", 0700) < 0 && errno != EEXIST) ||
 	    (mkdirat(g->pfd, "home", 0700) < 0 && errno != EEXIST) ||
-	    (gfd = rp_open_beneath(g->pfd, "git", O_RDONLY | O_DIRECTORY)) < 0)
+	    (gfd = mc_open_beneath(g->pfd, "git", O_RDONLY | O_DIRECTORY)) < 0)
 		goto fail;
 	if ((mkdirat(gfd, "objects", 0700) < 0 && errno != EEXIST) ||
 	    (mkdirat(gfd, "objects/info", 0700) < 0 && errno != EEXIST) ||
 	    (mkdirat(gfd, "objects/pack", 0700) < 0 && errno != EEXIST) ||
 	    (mkdirat(gfd, "refs", 0700) < 0 && errno != EEXIST) ||
 	    (mkdirat(gfd, "info", 0700) < 0 && errno != EEXIST) ||
-	    (ifd = rp_open_beneath(gfd, "info", O_RDONLY | O_DIRECTORY)) < 0)
+	    (ifd = mc_open_beneath(gfd, "info", O_RDONLY | O_DIRECTORY)) < 0)
 		goto fail;
 	if (write_file_at(gfd, "config", cfg) < 0 ||
 	    write_file_at(gfd, "HEAD", "ref: refs/heads/egressd-baseline\n") < 0 ||
@@ -659,7 +659,7 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 		errno = ENOMEM;
 		goto fail;
 	}
-	if (rp_write_atomic(ifd, "exclude", b.p != NULL ? b.p : "", b.len,
+	if (mc_write_atomic(ifd, "exclude", b.p != NULL ? b.p : "", b.len,
 	    0600) < 0)
 		goto fail;
 	rc = 0;
@@ -702,7 +702,7 @@ state_unavailable(int pfd, const char *reason)
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = rp_write_json(pfd, "state.json", v);
+	rc = mc_write_json(pfd, "state.json", v);
 	json_decref(v);
 	return rc;
 }
@@ -726,7 +726,7 @@ rp_patch_begin(const char *workdir, int privfd, char *err, size_t errlen)
 		why_set(err, errlen, "patch: %s%s", strerror(errno), "");
 		goto out;
 	}
-	if ((g->pfd = rp_open_beneath(privfd, "patch",
+	if ((g->pfd = mc_open_beneath(privfd, "patch",
 	    O_RDONLY | O_DIRECTORY)) < 0 || fd_path(g->pfd, g->pdir,
 	    sizeof(g->pdir)) < 0) {
 		why_set(err, errlen, "patch: %s%s", strerror(errno), "");
@@ -761,7 +761,7 @@ rp_patch_begin(const char *workdir, int privfd, char *err, size_t errlen)
 		errno = ENOMEM;
 		rc = -1;
 	} else {
-		rc = rp_write_json(g->pfd, "state.json", v);
+		rc = mc_write_json(g->pfd, "state.json", v);
 		json_decref(v);
 	}
 done:
@@ -800,9 +800,9 @@ rp_patch_make(int privfd, int out, int scan, char *why, size_t whylen)
 		why_set(why, whylen, "patch: %s%s", strerror(errno), "");
 		return -1;
 	}
-	if ((g->pfd = rp_open_beneath(privfd, "patch",
+	if ((g->pfd = mc_open_beneath(privfd, "patch",
 	    O_RDONLY | O_DIRECTORY)) < 0 || fd_path(g->pfd, g->pdir,
-	    sizeof(g->pdir)) < 0 || (fd = rp_open_beneath(g->pfd,
+	    sizeof(g->pdir)) < 0 || (fd = mc_open_beneath(g->pfd,
 	    "state.json", O_RDONLY)) < 0 ||
 	    (v = json_loadfd(fd, 0, &je)) == NULL) {
 		why_set(why, whylen, "patch: no baseline (%s)%s",

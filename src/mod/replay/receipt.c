@@ -1,6 +1,6 @@
 /*
  * receipt.c: run.json, receipt.json, keeper.json and exit.json (see
- * receipt.h and interfaces.md §2).  Writes are rp_write_json (atomic);
+ * receipt.h and interfaces.md §2).  Writes are mc_write_json (atomic);
  * reads take what they know and leave the rest zero.
  */
 #include <sys/types.h>
@@ -72,7 +72,7 @@ eg_rp_command_sha256(const struct rp_strv *argv, char out[65])
 		json_array_append_new(a, json_string(argv->v[i]));
 	s = a != NULL ? json_dumps(a, JSON_COMPACT) :
 	    NULL;
-	rp_sha256_hex(s != NULL ? s : "", s != NULL ? strlen(s) : 0, out);
+	mc_sha256_hex(s != NULL ? s : "", s != NULL ? strlen(s) : 0, out);
 	eg_free(s);
 	json_decref(a);
 }
@@ -148,7 +148,7 @@ eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	for (i = 0; envp != NULL && envp[i] != NULL; i++) {
 		if ((eq = strchr(envp[i], '=')) == NULL)
 			continue;
-		rp_sha256_hex(eq + 1, strlen(eq + 1), hex);
+		mc_sha256_hex(eq + 1, strlen(eq + 1), hex);
 		json_object_setn_new(eh, envp[i], (size_t)(eq - envp[i]),
 		    json_string(hex));
 	}
@@ -171,7 +171,7 @@ eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
 		json_object_set_new(o, "command", cmd);
 		json_object_set_new(o, "env", env);
 	}
-	rc = rp_write_json(stepfd, "receipt.json", o);
+	rc = mc_write_json(stepfd, "receipt.json", o);
 	e = errno;
 	json_decref(o);
 	errno = e;
@@ -322,7 +322,7 @@ eg_rp_run_write(int dirfd, const struct rp_run *r)
 	json_object_set_new(s, "pid_start", json_string(r->sup_start));
 	json_object_set_new(o, "supervisor", s);
 	json_object_set_new(o, "steps", json_integer(r->steps));
-	rc = rp_write_json(dirfd, "run.json", o);
+	rc = mc_write_json(dirfd, "run.json", o);
 	e = errno;
 	json_decref(o);
 	errno = e;
@@ -392,7 +392,7 @@ eg_rp_exit_write(int stepfd, const struct rp_exit *x)
 	json_object_set_new(o, "started", str_or_null(x->started));
 	json_object_set_new(o, "ended", str_or_null(x->ended));
 	json_object_set_new(o, "pid", int_or_null(x->pid != 0, x->pid));
-	rc = rp_write_json(stepfd, "exit.json", o);
+	rc = mc_write_json(stepfd, "exit.json", o);
 	e = errno;
 	json_decref(o);
 	errno = e;
@@ -436,7 +436,7 @@ eg_rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
 	json_object_set_new(o, "pid_start", json_string(start));
 	json_object_set_new(o, "command_pid", int_or_null(cpid != 0, cpid));
 	json_object_set_new(o, "command_pid_start", str_or_null(cstart));
-	rc = rp_write_json(stepfd, "keeper.json", o);
+	rc = mc_write_json(stepfd, "keeper.json", o);
 	e = errno;
 	json_decref(o);
 	errno = e;

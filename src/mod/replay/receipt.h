@@ -1,7 +1,7 @@
 /*
  * receipt.h: the JSON files of a record directory (run.json, each step's
  * receipt.json, the keeper's keeper.json and exit.json), written
- * atomically (fsutil's rp_write_json: temp file, fsync, rename, fsync of
+ * atomically (fsutil's mc_write_json: temp file, fsync, rename, fsync of
  * the folder) and read back for --resume and --status.
  */
 #ifndef RP_RECEIPT_H

@@ -214,7 +214,7 @@ struct fdout {
 static int
 fdout_flush(struct fdout *o)
 {
-	if (o->len > 0 && rp_write_all(o->fd, o->buf, o->len) < 0)
+	if (o->len > 0 && mc_write_all(o->fd, o->buf, o->len) < 0)
 		return -1;
 	o->len = 0;
 	return 0;

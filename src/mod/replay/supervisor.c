@@ -117,7 +117,7 @@ load_plan(const char *path, const char *plandir, const char *text,
 static int
 write_file(int dirfd, const char *name, const char *buf, size_t len)
 {
-	if (rp_write_atomic(dirfd, name, buf, len, 0644) == -1) {
+	if (mc_write_atomic(dirfd, name, buf, len, 0644) == -1) {
 		eg_rp_warn("%s: %s", name, strerror(errno));
 		return -1;
 	}
@@ -135,7 +135,7 @@ origin_write(struct job *j)
 	json_object_set_new(o, "plan", json_string(j->plan->file));
 	json_object_set_new(o, "dir", json_string(j->plan->dir));
 	json_object_set_new(o, "workdir", json_string(j->plan->workdir));
-	rc = rp_write_json(j->privfd, "origin.json", o);
+	rc = mc_write_json(j->privfd, "origin.json", o);
 	json_decref(o);
 	return rc;
 }
