@@ -33,20 +33,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 
 	memset(&errs, 0, sizeof(errs));
-	p = eg_rp_plan_parse((const char *)data, size, "fuzz.ini",
+	p = rp_plan_parse((const char *)data, size, "fuzz.ini",
 	    "/plans", fake_env, (int)(size & 1), NULL, &errs);
 	if (p != NULL) {
 		for (i = 0; i < p->nsteps; i++) {
 			memset(&v, 0, sizeof(v));
 			if (p->steps[i].run != NULL &&
-			    eg_rp_split_argv(p->steps[i].run, &v, &why) == 0 &&
+			    rp_split_argv(p->steps[i].run, &v, &why) == 0 &&
 			    !p->steps[i].shell && v.n != p->steps[i].argv.n)
 				__builtin_trap();
-			eg_rp_strv_free(&v);
+			rp_strv_free(&v);
 		}
-		eg_rp_plan_free(p);
+		rp_plan_free(p);
 	} else if (errs.n == 0)
 		__builtin_trap();	/* refused without saying why */
-	eg_rp_errs_free(&errs);
+	rp_errs_free(&errs);
 	return 0;
 }

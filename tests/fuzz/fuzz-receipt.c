@@ -2,7 +2,7 @@
  * fuzz-receipt.c: libFuzzer target for the replay record directory's JSON
  * readers (receipt.c): the input is written as run.json, receipt.json,
  * exit.json and keeper.json of a scratch directory and read back by
- * eg_rp_run_read (with its force_reason and dir_dev/dir_ino), the
+ * rp_run_read (with its force_reason and dir_dev/dir_ino), the
  * receipt, exit and keeper readers.  Every string they fill must end
  * within its buffer; a run.json that is read must write back and read
  * back to the same fields (what --resume and --force rely on).
@@ -76,7 +76,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	put("receipt.json", data, len);
 	put("exit.json", data, len);
 	put("keeper.json", data, len);
-	if (eg_rp_run_read(dirfd_, &run) == 0) {
+	if (rp_run_read(dirfd_, &run) == 0) {
 		bounded(run.name, sizeof(run.name));
 		bounded(run.state, sizeof(run.state));
 		bounded(run.cancel_reason, sizeof(run.cancel_reason));
@@ -84,8 +84,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		bounded(run.sup_start, sizeof(run.sup_start));
 		bounded(run.started, sizeof(run.started));
 		bounded(run.ended, sizeof(run.ended));
-		if (eg_rp_run_write(dirfd_, &run) == 0) {
-			if (eg_rp_run_read(dirfd_, &back) != 0)
+		if (rp_run_write(dirfd_, &run) == 0) {
+			if (rp_run_read(dirfd_, &back) != 0)
 				abort();
 			if (strcmp(back.force_reason, run.force_reason) != 0 ||
 			    strcmp(back.state, run.state) != 0 ||
@@ -95,15 +95,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 				abort();
 		}
 	}
-	if (eg_rp_receipt_read(dirfd_, &r) == 0) {
+	if (rp_receipt_read(dirfd_, &r) == 0) {
 		bounded(r.step, sizeof(r.step));
 		bounded(r.note, sizeof(r.note));
 		bounded(r.termination, sizeof(r.termination));
 		bounded(r.pid_start, sizeof(r.pid_start));
 	}
-	if (eg_rp_exit_read(dirfd_, &x) == 0)
+	if (rp_exit_read(dirfd_, &x) == 0)
 		bounded(x.termination, sizeof(x.termination));
-	if (eg_rp_keeper_read(dirfd_, &pid, start, sizeof(start), &cpid,
+	if (rp_keeper_read(dirfd_, &pid, start, sizeof(start), &cpid,
 	    cstart, sizeof(cstart)) == 0) {
 		bounded(start, sizeof(start));
 		bounded(cstart, sizeof(cstart));

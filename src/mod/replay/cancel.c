@@ -26,7 +26,7 @@
 /* --- --cancel ---------------------------------------------------------------- */
 
 int
-eg_rp_cancel(const char *dir, const char *reason)
+rp_cancel(const char *dir, const char *reason)
 {
 	struct rp_run run;
 	struct rp_receipt r;
@@ -35,15 +35,15 @@ eg_rp_cancel(const char *dir, const char *reason)
 	int dfd, privfd, stepsfd, fd, sent = 0;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd == -1 || eg_rp_run_read(dfd, &run) == -1) {
-		eg_rp_warn("%s: not a replay record directory", dir);
+	if (dfd == -1 || rp_run_read(dfd, &run) == -1) {
+		rp_warn("%s: not a replay record directory", dir);
 		if (dfd != -1)
 			close(dfd);
 		return RP_EX_USAGE;
 	}
 	privfd = openat(dfd, RP_PRIV, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (privfd == -1 || strcmp(run.state, "running") != 0) {
-		eg_rp_warn("%s: the run is not running (%s)", dir, run.state);
+		rp_warn("%s: the run is not running (%s)", dir, run.state);
 		if (privfd != -1)
 			close(privfd);
 		close(dfd);
@@ -53,14 +53,14 @@ eg_rp_cancel(const char *dir, const char *reason)
 		reason = "cancelled";
 	if (mc_write_atomic(privfd, "cancel", reason, strlen(reason), 0600)
 	    == -1) {
-		eg_rp_warn("%s/%s/cancel: %s", dir, RP_PRIV, strerror(errno));
+		rp_warn("%s/%s/cancel: %s", dir, RP_PRIV, strerror(errno));
 		close(privfd);
 		close(dfd);
 		return RP_EX_RUNTIME;
 	}
 	close(privfd);
 	/* the supervisor, if it is the one that wrote run.json */
-	if (run.sup_pid != 0 && eg_rp_ident_signal((pid_t)run.sup_pid,
+	if (run.sup_pid != 0 && rp_ident_signal((pid_t)run.sup_pid,
 	    run.sup_start, SIGUSR1) == 0)
 		sent = 1;
 	if (!sent) {
@@ -75,8 +75,8 @@ eg_rp_cancel(const char *dir, const char *reason)
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd == -1)
 				continue;
-			if (eg_rp_receipt_read(fd, &r) == 0 && r.pid != 0 &&
-			    eg_rp_ident_signal((pid_t)r.pid, r.pid_start,
+			if (rp_receipt_read(fd, &r) == 0 && r.pid != 0 &&
+			    rp_ident_signal((pid_t)r.pid, r.pid_start,
 			    SIGTERM) == 0)
 				fprintf(stderr, "egressd replay: step %s "
 				    "(pid %ld): stopped\n", r.step, r.pid);

@@ -64,35 +64,35 @@ struct job {
 
 /* SIGINT/SIGTERM received by the supervisor (0: none); the main
  * thread sets it (sigtimedwait), the job threads read it. */
-extern atomic_int eg_rp_signal;
+extern atomic_int rp_signal;
 /* This egressd binary (/proc/self/exe), for the keeper and egressd run. */
-extern char eg_rp_exe[PATH_MAX];
+extern char rp_exe[PATH_MAX];
 
 /* util.c */
-void	 eg_rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int	 eg_rp_mkdir_p(const char *path, mode_t mode);
-char	*eg_rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp);
-const char *eg_rp_getenv(const char *name);
-void	 eg_rp_uuid4(char out[37]);
-void	 eg_rp_step_dirname(const struct rp_plan *p, size_t i, char *out,
+void	 rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int	 rp_mkdir_p(const char *path, mode_t mode);
+char	*rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp);
+const char *rp_getenv(const char *name);
+void	 rp_uuid4(char out[37]);
+void	 rp_step_dirname(const struct rp_plan *p, size_t i, char *out,
 	    size_t len);
-int	 eg_rp_has_module(const char *name);
-void	 eg_rp_fd_path(int fd, char *out, size_t len);
-int	 eg_rp_dir_moved(int dirfd, const char *path);
-int	 eg_rp_lock(int dirfd, int *lockfd, long *holder);
-int	 eg_rp_expand_record(const char *tmpl, const char *base, time_t t,
+int	 rp_has_module(const char *name);
+void	 rp_fd_path(int fd, char *out, size_t len);
+int	 rp_dir_moved(int dirfd, const char *path);
+int	 rp_lock(int dirfd, int *lockfd, long *holder);
+int	 rp_expand_record(const char *tmpl, const char *base, time_t t,
 	    char *out, size_t len);
 
 /* step.c */
-void	 eg_rp_on_event(const struct egress_event *ev, void *arg);
-void	 eg_rp_receipt_init(const struct job *j, size_t i,
+void	 rp_on_event(const struct egress_event *ev, void *arg);
+void	 rp_receipt_init(const struct job *j, size_t i,
 	    struct rp_receipt *r);
-int	 eg_rp_receipt_put(struct job *j, size_t i, int stepfd,
+int	 rp_receipt_put(struct job *j, size_t i, int stepfd,
 	    struct rp_receipt *r);
-int	 eg_rp_run_put(struct job *j);
-int	 eg_rp_open_stepfd(struct job *j, size_t i);
-int	 eg_rp_cancel_requested(struct job *j);
-void	 eg_rp_seal(struct job *j);
-void	*eg_rp_job_main(void *arg);
+int	 rp_run_put(struct job *j);
+int	 rp_open_stepfd(struct job *j, size_t i);
+int	 rp_cancel_requested(struct job *j);
+void	 rp_seal(struct job *j);
+void	*rp_job_main(void *arg);
 
 #endif

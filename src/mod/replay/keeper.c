@@ -115,7 +115,7 @@ tree_empty(void)
  * of egressd run.
  */
 int
-eg_rp_keeper_main(int argc, char *argv[])
+rp_keeper_main(int argc, char *argv[])
 {
 	struct stream s[2];
 	struct rp_exit x;
@@ -151,8 +151,8 @@ eg_rp_keeper_main(int argc, char *argv[])
 	rawfd = open(rawdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (stepfd == -1 || rawfd == -1)
 		return 3;
-	if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == -1 ||
-	    eg_rp_keeper_write(stepfd, getpid(), ident, 0, NULL) == -1)
+	if (rp_ident_of(getpid(), ident, sizeof(ident)) == -1 ||
+	    rp_keeper_write(stepfd, getpid(), ident, 0, NULL) == -1)
 		return 3;
 	for (i = 0; i < 2; i++) {
 		s[i].name = i == 0 ? "stdout" : "stderr";
@@ -179,7 +179,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 		return 3;
 
 	x.pid = 0;
-	eg_rp_ts_now(x.started);
+	rp_ts_now(x.started);
 	if (chdir(workdir) == -1) {
 		dprintf(2, "egressd replay: %s: %s\n", workdir,
 		    strerror(errno));
@@ -216,8 +216,8 @@ eg_rp_keeper_main(int argc, char *argv[])
 	{
 		char cid[RP_IDENT_MAX];
 
-		if (eg_rp_ident_of(child, cid, sizeof(cid)) == 0)
-			(void)eg_rp_keeper_write(stepfd, getpid(), ident, child,
+		if (rp_ident_of(child, cid, sizeof(cid)) == 0)
+			(void)rp_keeper_write(stepfd, getpid(), ident, child,
 			    cid);
 	}
 	close(po[1]);
@@ -238,7 +238,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 		}
 		pfd[npfd].fd = px[0];
 		pfd[npfd++].events = POLLIN;
-		now = eg_rp_now_ms();
+		now = rp_now_ms();
 		t = stage > 0 ? grace : deadline;
 		if (done && stage == 0)
 			t = now + 100;	/* the leftovers: look again soon */
@@ -255,7 +255,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 			if (stage == 0) {
 				eg_rp_kill_descendants(getpid(), SIGTERM);
 				stage = 1;
-				grace = eg_rp_now_ms() + RP_GRACE_MS;
+				grace = rp_now_ms() + RP_GRACE_MS;
 			}
 		}
 		for (i = 0; i < 2; i++)
@@ -269,7 +269,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 			px[0] = -1;
 		}
 		reap_all(child, &status, &done);
-		now = eg_rp_now_ms();
+		now = rp_now_ms();
 		if (stage == 0 && !done && deadline > 0 && now >= deadline) {
 			snprintf(x.termination, sizeof(x.termination),
 			    "timeout");
@@ -303,7 +303,7 @@ eg_rp_keeper_main(int argc, char *argv[])
 		close(px[0]);
 	}
 finish:
-	eg_rp_ts_now(x.ended);
+	rp_ts_now(x.ended);
 	if (exec_errno != 0 && x.termination[0] == '\0') {
 		snprintf(x.termination, sizeof(x.termination),
 		    "launch_failed");
@@ -349,7 +349,7 @@ finish:
 		close(s[i].out);
 	}
 	(void)fsync(rawfd);
-	if (eg_rp_exit_write(stepfd, &x) == -1)
+	if (rp_exit_write(stepfd, &x) == -1)
 		return 3;
 	return 0;
 }

@@ -54,7 +54,7 @@ static const char *const step_keys[] = {
 /* --- small helpers ---------------------------------------------------------- */
 
 void
-eg_rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
+rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
     ...)
 {
 	char msg[1024], *nb;
@@ -93,14 +93,14 @@ eg_rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
 }
 
 void
-eg_rp_errs_free(struct rp_errs *e)
+rp_errs_free(struct rp_errs *e)
 {
 	eg_free(e->buf);
 	memset(e, 0, sizeof(*e));
 }
 
 int
-eg_rp_strv_add(struct rp_strv *v, const char *s)
+rp_strv_add(struct rp_strv *v, const char *s)
 {
 	char **nv, *d;
 
@@ -117,7 +117,7 @@ eg_rp_strv_add(struct rp_strv *v, const char *s)
 }
 
 void
-eg_rp_strv_free(struct rp_strv *v)
+rp_strv_free(struct rp_strv *v)
 {
 	size_t i;
 
@@ -140,7 +140,7 @@ strv_has(const struct rp_strv *v, const char *s)
 }
 
 int
-eg_rp_valid_name(const char *s, size_t n)
+rp_valid_name(const char *s, size_t n)
 {
 	size_t i;
 
@@ -206,7 +206,7 @@ quote(const char *s, char *buf, size_t cap)
  * On failure out is left empty.
  */
 int
-eg_rp_split_argv(const char *s, struct rp_strv *out, const char **why)
+rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 {
 	char *w;
 	size_t n = 0, len = strlen(s);
@@ -238,7 +238,7 @@ eg_rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 		if (*s == ' ' || *s == '\t') {
 			if (inword) {
 				w[n] = '\0';
-				if (eg_rp_strv_add(out, w) == -1)
+				if (rp_strv_add(out, w) == -1)
 					goto oom;
 				n = 0;
 				inword = 0;
@@ -264,7 +264,7 @@ eg_rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 	}
 	if (inword) {
 		w[n] = '\0';
-		if (eg_rp_strv_add(out, w) == -1)
+		if (rp_strv_add(out, w) == -1)
 			goto oom;
 	}
 	rc = 0;
@@ -274,7 +274,7 @@ oom:
 out:
 	eg_free(w);
 	if (rc == -1)
-		eg_rp_strv_free(out);	/* no half result */
+		rp_strv_free(out);	/* no half result */
 	return rc;
 }
 
@@ -291,7 +291,7 @@ perr(struct parse *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	eg_rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
+	rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
 }
 
 static int
@@ -371,7 +371,7 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 	char q[400], *kv;
 	size_t i, j, n, klen;
 
-	if (eg_rp_split_argv(v, &w, &why) == -1) {
+	if (rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "env: %s", why);
 		return;
 	}
@@ -420,12 +420,12 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 			}
 		}
 		if (kv != NULL) {
-			if (eg_rp_strv_add(out, kv) == -1)
+			if (rp_strv_add(out, kv) == -1)
 				ps->oom = 1;
 			eg_free(kv);
 		}
 	}
-	eg_rp_strv_free(&w);
+	rp_strv_free(&w);
 }
 
 static void
@@ -437,7 +437,7 @@ parse_names(struct parse *ps, const char *key, const char *v,
 	char q[400];
 	size_t i;
 
-	if (eg_rp_split_argv(v, &w, &why) == -1) {
+	if (rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "%s: %s", key, why);
 		return;
 	}
@@ -457,10 +457,10 @@ parse_names(struct parse *ps, const char *key, const char *v,
 			    "secrets", w.v[i]);
 			continue;
 		}
-		if (!strv_has(out, w.v[i]) && eg_rp_strv_add(out, w.v[i]) == -1)
+		if (!strv_has(out, w.v[i]) && rp_strv_add(out, w.v[i]) == -1)
 			ps->oom = 1;
 	}
-	eg_rp_strv_free(&w);
+	rp_strv_free(&w);
 }
 
 /* A capture word: relative, no "..", no empty component. */
@@ -473,7 +473,7 @@ parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
 	size_t i, n;
 	int bad;
 
-	if (eg_rp_split_argv(v, &w, &why) == -1) {
+	if (rp_split_argv(v, &w, &why) == -1) {
 		perr(ps, "capture: %s", why);
 		return;
 	}
@@ -506,10 +506,10 @@ parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
 			    quote(s, q, sizeof(q)));
 			continue;
 		}
-		if (!strv_has(out, s) && eg_rp_strv_add(out, s) == -1)
+		if (!strv_has(out, s) && rp_strv_add(out, s) == -1)
 			ps->oom = 1;
 	}
-	eg_rp_strv_free(&w);
+	rp_strv_free(&w);
 }
 
 static void
@@ -538,7 +538,7 @@ add_path(struct parse *ps, const char *key, const char *v,
 	else
 		p = abs_path(ps->plan->workdir != NULL ? ps->plan->workdir :
 		    ps->dir, v);
-	if (p == NULL || eg_rp_strv_add(out, p) == -1)
+	if (p == NULL || rp_strv_add(out, p) == -1)
 		ps->oom = 1;
 	eg_free(p);
 }
@@ -573,7 +573,7 @@ section_start(void *arg, const char *s, size_t n)
 		return;
 	}
 	if (n > 5 && memcmp(s, "step:", 5) == 0) {
-		if (!eg_rp_valid_name(s + 5, n - 5)) {
+		if (!rp_valid_name(s + 5, n - 5)) {
 			snprintf(tmp, sizeof(tmp), "%.*s", (int)(n - 5) & 0x3ff,
 			    s + 5);
 			perr(ps, "[step:%s]: a step name is 1 to 64 of A-Z a-z "
@@ -644,7 +644,7 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 	}
 	ps->seen_replay[i] = ps->ini.line;
 	if (strcmp(k, "name") == 0) {
-		if (!eg_rp_valid_name(v, strlen(v))) {
+		if (!rp_valid_name(v, strlen(v))) {
 			perr(ps, "name: '%s': 1 to 64 of A-Z a-z 0-9 . _ -, "
 			    "not beginning with . or -", quote(v, q,
 			    sizeof(q)));
@@ -722,7 +722,7 @@ step_entry(struct parse *ps, const char *k, const char *v)
 	}
 	ps->seen_step[i] = ps->ini.line;
 	if (strcmp(k, "phase") == 0) {
-		if (!eg_rp_valid_name(v, strlen(v))) {
+		if (!rp_valid_name(v, strlen(v))) {
 			perr(ps, "phase: '%s' is not a phase name",
 			    quote(v, q, sizeof(q)));
 			return;
@@ -820,7 +820,7 @@ static const struct eg_ini_ops plan_ini_ops = {
 };
 
 void
-eg_rp_plan_free(struct rp_plan *p)
+rp_plan_free(struct rp_plan *p)
 {
 	size_t i;
 
@@ -832,12 +832,12 @@ eg_rp_plan_free(struct rp_plan *p)
 		eg_free(s->name);
 		eg_free(s->phase);
 		eg_free(s->run);
-		eg_rp_strv_free(&s->argv);
-		eg_rp_strv_free(&s->rw);
-		eg_rp_strv_free(&s->ro);
-		eg_rp_strv_free(&s->env);
-		eg_rp_strv_free(&s->secrets);
-		eg_rp_strv_free(&s->capture);
+		rp_strv_free(&s->argv);
+		rp_strv_free(&s->rw);
+		rp_strv_free(&s->ro);
+		rp_strv_free(&s->env);
+		rp_strv_free(&s->secrets);
+		rp_strv_free(&s->capture);
 	}
 	eg_free(p->steps);
 	eg_free(p->file);
@@ -847,8 +847,8 @@ eg_rp_plan_free(struct rp_plan *p)
 	eg_free(p->config);
 	eg_free(p->workdir);
 	eg_free(p->record);
-	eg_rp_strv_free(&p->env);
-	eg_rp_strv_free(&p->secrets);
+	rp_strv_free(&p->env);
+	rp_strv_free(&p->secrets);
 	eg_free(p);
 }
 
@@ -866,22 +866,22 @@ merge_env(const struct rp_strv *base, struct rp_strv *step)
 		for (j = 0; j < step->n; j++)
 			if (strncmp(step->v[j], base->v[i], klen + 1) == 0)
 				found = 1;
-		if (!found && eg_rp_strv_add(&out, base->v[i]) == -1)
+		if (!found && rp_strv_add(&out, base->v[i]) == -1)
 			goto oom;
 	}
 	for (j = 0; j < step->n; j++)
-		if (eg_rp_strv_add(&out, step->v[j]) == -1)
+		if (rp_strv_add(&out, step->v[j]) == -1)
 			goto oom;
-	eg_rp_strv_free(step);
+	rp_strv_free(step);
 	*step = out;
 	return 0;
 oom:
-	eg_rp_strv_free(&out);
+	rp_strv_free(&out);
 	return -1;
 }
 
 struct rp_plan *
-eg_rp_plan_parse(const char *text, size_t len, const char *file,
+rp_plan_parse(const char *text, size_t len, const char *file,
     const char *dir, const char *(*getenv_fn)(const char *),
     int has_sandbox, const char *config_override, struct rp_errs *errs)
 {
@@ -898,7 +898,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	ps.errs = errs;
 	ps.getenv_fn = getenv_fn;
 	if ((pl = eg_calloc(1, sizeof(*pl))) == NULL) {
-		eg_rp_errs_add(errs, file, 0, "out of memory");
+		rp_errs_add(errs, file, 0, "out of memory");
 		return NULL;
 	}
 	ps.plan = pl;
@@ -914,7 +914,7 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	if (pl->file == NULL || pl->dir == NULL || pl->base == NULL)
 		ps.oom = 1;
 	if (memchr(text, '\0', len) != NULL)
-		eg_rp_errs_add(errs, file, 0, "a NUL byte in the plan");
+		rp_errs_add(errs, file, 0, "a NUL byte in the plan");
 	else {
 		rc = ini_parse_stream(eg_ini_reader, &ps.ini, handler, &ps);
 		if (rc != 0 && errs->n == nerr0)
@@ -926,8 +926,8 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 		ps.ini.line = 1;
 
 	if (pl->name == NULL && pl->base != NULL) {
-		if (!eg_rp_valid_name(pl->base, strlen(pl->base)))
-			eg_rp_errs_add(errs, file, ps.seen_replay[15] ?
+		if (!rp_valid_name(pl->base, strlen(pl->base)))
+			rp_errs_add(errs, file, ps.seen_replay[15] ?
 			    ps.seen_replay[15] : 1, "the plan's base name "
 			    "'%s' is not a run name (1 to 64 of A-Z a-z 0-9 . "
 			    "_ -): set name =", pl->base);
@@ -943,43 +943,43 @@ eg_rp_plan_parse(const char *text, size_t len, const char *file,
 	    (pl->config = eg_strdup(config_override)) == NULL)
 		ps.oom = 1;
 	if (pl->nsteps == 0)
-		eg_rp_errs_add(errs, file, ps.ini.line, "no step: add a [step:NAME] "
+		rp_errs_add(errs, file, ps.ini.line, "no step: add a [step:NAME] "
 		    "section");
 	if (pl->sandbox == RP_SB_BWRAP && !has_sandbox)
-		eg_rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
+		rp_errs_add(errs, file, ps.sandbox_line, "sandbox = bwrap: "
 		    "the sandbox module is not compiled in");
 	for (i = 0; i < pl->nsteps; i++) {
 		struct rp_step *st = &pl->steps[i];
 
 		if (st->phase == NULL)
-			eg_rp_errs_add(errs, file, st->line, "[step:%s]: phase "
+			rp_errs_add(errs, file, st->line, "[step:%s]: phase "
 			    "= is required", st->name);
 		if (st->run == NULL)
-			eg_rp_errs_add(errs, file, st->line, "[step:%s]: run = "
+			rp_errs_add(errs, file, st->line, "[step:%s]: run = "
 			    "is required", st->name);
 		else if (st->shell) {
-			if (eg_rp_strv_add(&st->argv, "/bin/sh") == -1 ||
-			    eg_rp_strv_add(&st->argv, "-c") == -1 ||
-			    eg_rp_strv_add(&st->argv, st->run) == -1)
+			if (rp_strv_add(&st->argv, "/bin/sh") == -1 ||
+			    rp_strv_add(&st->argv, "-c") == -1 ||
+			    rp_strv_add(&st->argv, st->run) == -1)
 				ps.oom = 1;
-		} else if (eg_rp_split_argv(st->run, &st->argv, &why) == -1)
-			eg_rp_errs_add(errs, file, st->run_line, "run: %s", why);
+		} else if (rp_split_argv(st->run, &st->argv, &why) == -1)
+			rp_errs_add(errs, file, st->run_line, "run: %s", why);
 		else if (st->argv.n == 0)
-			eg_rp_errs_add(errs, file, st->run_line, "run: no "
+			rp_errs_add(errs, file, st->run_line, "run: no "
 			    "command");
 		if (st->sandbox == RP_SB_DEFAULT)
 			st->sandbox = pl->sandbox;
 		else if (st->sandbox == RP_SB_BWRAP && !has_sandbox)
-			eg_rp_errs_add(errs, file, st->line, "[step:%s]: "
+			rp_errs_add(errs, file, st->line, "[step:%s]: "
 			    "sandbox = bwrap: the sandbox module is not "
 			    "compiled in", st->name);
 		if (merge_env(&pl->env, &st->env) == -1)
 			ps.oom = 1;
 	}
 	if (ps.oom)
-		eg_rp_errs_add(errs, file, 0, "out of memory");
+		rp_errs_add(errs, file, 0, "out of memory");
 	if (errs->n != nerr0) {
-		eg_rp_plan_free(pl);
+		rp_plan_free(pl);
 		return NULL;
 	}
 	return pl;

@@ -1,6 +1,6 @@
 /*
  * plan.h: a replay plan (SPEC "### replay"), parsed from its INI text.
- * eg_rp_plan_parse() does no I/O beyond what its caller gives it: the text,
+ * rp_plan_parse() does no I/O beyond what its caller gives it: the text,
  * the plan's folder, the caller's environment and whether the sandbox
  * module is built.  Checks that need the proxy configuration (the phases)
  * are rp_plan_check_phases()'s.
@@ -70,23 +70,23 @@ struct rp_errs {
  * (NULL: none); has_sandbox: the default sandbox is bwrap.  NULL on any
  * error, every error appended to errs.
  */
-struct rp_plan	*eg_rp_plan_parse(const char *text, size_t len, const char *file,
+struct rp_plan	*rp_plan_parse(const char *text, size_t len, const char *file,
 		    const char *dir, const char *(*getenv_fn)(const char *),
 		    int has_sandbox, const char *config_override,
 		    struct rp_errs *errs);
-void		 eg_rp_plan_free(struct rp_plan *p);
+void		 rp_plan_free(struct rp_plan *p);
 /* Append "FILE:LINE: msg" (line 0: "FILE: msg"). */
-void		 eg_rp_errs_add(struct rp_errs *e, const char *file, int line,
+void		 rp_errs_add(struct rp_errs *e, const char *file, int line,
 		    const char *fmt, ...)
 		    __attribute__((format(printf, 4, 5)));
-void		 eg_rp_errs_free(struct rp_errs *e);
+void		 rp_errs_free(struct rp_errs *e);
 
 /* Split a run = value into argv; -1 with a reason in why. */
-int		 eg_rp_split_argv(const char *s, struct rp_strv *out,
+int		 rp_split_argv(const char *s, struct rp_strv *out,
 		    const char **why);
-int		 eg_rp_strv_add(struct rp_strv *v, const char *s);
-void		 eg_rp_strv_free(struct rp_strv *v);
+int		 rp_strv_add(struct rp_strv *v, const char *s);
+void		 rp_strv_free(struct rp_strv *v);
 /* 1 if s is 1..64 of A-Z a-z 0-9 . _ -, not starting with . or - */
-int		 eg_rp_valid_name(const char *s, size_t n);
+int		 rp_valid_name(const char *s, size_t n);
 
 #endif

@@ -97,7 +97,7 @@ proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 }
 
 int
-eg_rp_ident_of(pid_t pid, char *out, size_t len)
+rp_ident_of(pid_t pid, char *out, size_t len)
 {
 	unsigned long long start;
 	char bid[40];
@@ -112,11 +112,11 @@ eg_rp_ident_of(pid_t pid, char *out, size_t len)
 }
 
 int
-eg_rp_ident_alive(pid_t pid, const char *start)
+rp_ident_alive(pid_t pid, const char *start)
 {
 	char now[RP_IDENT_MAX], st = 0;
 
-	if (start == NULL || pid <= 0 || eg_rp_ident_of(pid, now, sizeof(now))
+	if (start == NULL || pid <= 0 || rp_ident_of(pid, now, sizeof(now))
 	    == -1 || strcmp(now, start) != 0)
 		return 0;
 	if (proc_stat(pid, &st, NULL, NULL) == -1 || st == 'Z' || st == 'X')
@@ -125,7 +125,7 @@ eg_rp_ident_alive(pid_t pid, const char *start)
 }
 
 int
-eg_rp_ident_signal(pid_t pid, const char *start, int sig)
+rp_ident_signal(pid_t pid, const char *start, int sig)
 {
 	char now[RP_IDENT_MAX];
 	int pfd, rc;
@@ -135,7 +135,7 @@ eg_rp_ident_signal(pid_t pid, const char *start, int sig)
 		errno = ESRCH;
 		return -1;
 	}
-	if (eg_rp_ident_of(pid, now, sizeof(now)) == -1 ||
+	if (rp_ident_of(pid, now, sizeof(now)) == -1 ||
 	    strcmp(now, start) != 0) {
 		if (pfd != -1)
 			close(pfd);

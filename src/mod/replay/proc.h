@@ -14,16 +14,16 @@
 #define RP_IDENT_MAX	80
 
 /* "BOOTID:TICKS" of pid into out; -1 (errno ESRCH) when it is gone. */
-int	eg_rp_ident_of(pid_t pid, char *out, size_t len);
+int	rp_ident_of(pid_t pid, char *out, size_t len);
 /* 1 when pid is alive (not a zombie) and still has identity start. */
-int	eg_rp_ident_alive(pid_t pid, const char *start);
+int	rp_ident_alive(pid_t pid, const char *start);
 /*
  * Send sig to pid only if it still is the process of identity start
  * (a pidfd is opened, the identity checked, then pidfd_send_signal, so
  * the pid cannot be reused in between).  0 sent, -1 errno ESRCH when it
  * is not (or no longer) that process.
  */
-int	eg_rp_ident_signal(pid_t pid, const char *start, int sig);
+int	rp_ident_signal(pid_t pid, const char *start, int sig);
 /* Every live descendant of root (not root), eg_malloc'd; *n their count. */
 pid_t	*eg_rp_descendants(pid_t root, size_t *n);
 /* sig to every descendant of root (and their process groups). */

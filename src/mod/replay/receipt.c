@@ -18,7 +18,7 @@
 #include "receipt.h"
 
 int64_t
-eg_rp_now_ms(void)
+rp_now_ms(void)
 {
 	struct timespec ts;
 
@@ -27,7 +27,7 @@ eg_rp_now_ms(void)
 }
 
 void
-eg_rp_ts_of(int64_t ms, char out[RP_TS_MAX])
+rp_ts_of(int64_t ms, char out[RP_TS_MAX])
 {
 	time_t s = (time_t)(ms / 1000);
 	struct tm tm;
@@ -39,13 +39,13 @@ eg_rp_ts_of(int64_t ms, char out[RP_TS_MAX])
 }
 
 void
-eg_rp_ts_now(char out[RP_TS_MAX])
+rp_ts_now(char out[RP_TS_MAX])
 {
-	eg_rp_ts_of(eg_rp_now_ms(), out);
+	rp_ts_of(rp_now_ms(), out);
 }
 
 int64_t
-eg_rp_ts_parse(const char *ts)
+rp_ts_parse(const char *ts)
 {
 	struct tm tm;
 	int ms = 0;
@@ -61,7 +61,7 @@ eg_rp_ts_parse(const char *ts)
 }
 
 void
-eg_rp_command_sha256(const struct rp_strv *argv, char out[65])
+rp_command_sha256(const struct rp_strv *argv, char out[65])
 {
 	json_t *a;
 	char *s;
@@ -90,7 +90,7 @@ int_or_null(int has, long long v)
 }
 
 int
-eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
+rp_receipt_write(int stepfd, const struct rp_receipt *r,
     const struct rp_step *st, const char *const *envp, int public)
 {
 	json_t *o, *d, *eh, *sec, *cmd, *env;
@@ -222,13 +222,13 @@ get_int(json_t *o, const char *k, long long *out)
 }
 
 json_t *
-eg_rp_receipt_json_read(int stepfd)
+rp_receipt_json_read(int stepfd)
 {
 	return load_at(stepfd, "receipt.json");
 }
 
 int
-eg_rp_receipt_read(int stepfd, struct rp_receipt *r)
+rp_receipt_read(int stepfd, struct rp_receipt *r)
 {
 	json_t *o, *d;
 	long long v;
@@ -288,7 +288,7 @@ eg_rp_receipt_read(int stepfd, struct rp_receipt *r)
 }
 
 int
-eg_rp_run_write(int dirfd, const struct rp_run *r)
+rp_run_write(int dirfd, const struct rp_run *r)
 {
 	json_t *o, *s;
 	int rc, e;
@@ -330,7 +330,7 @@ eg_rp_run_write(int dirfd, const struct rp_run *r)
 }
 
 int
-eg_rp_run_read(int dirfd, struct rp_run *r)
+rp_run_read(int dirfd, struct rp_run *r)
 {
 	json_t *o, *s;
 	long long v, dev, ino;
@@ -375,7 +375,7 @@ eg_rp_run_read(int dirfd, struct rp_run *r)
 }
 
 int
-eg_rp_exit_write(int stepfd, const struct rp_exit *x)
+rp_exit_write(int stepfd, const struct rp_exit *x)
 {
 	json_t *o;
 	int rc, e;
@@ -400,7 +400,7 @@ eg_rp_exit_write(int stepfd, const struct rp_exit *x)
 }
 
 int
-eg_rp_exit_read(int stepfd, struct rp_exit *x)
+rp_exit_read(int stepfd, struct rp_exit *x)
 {
 	json_t *o;
 	long long v;
@@ -422,7 +422,7 @@ eg_rp_exit_read(int stepfd, struct rp_exit *x)
 }
 
 int
-eg_rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
+rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
     const char *cstart)
 {
 	json_t *o;
@@ -444,7 +444,7 @@ eg_rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
 }
 
 int
-eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
+rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
     long *cpid, char *cstart, size_t clen)
 {
 	json_t *o;

@@ -70,27 +70,27 @@ struct rp_exit {
 };
 
 /* UTC ISO 8601 with milliseconds, of now or of ms since the epoch. */
-void	eg_rp_ts_now(char out[RP_TS_MAX]);
-void	eg_rp_ts_of(int64_t ms, char out[RP_TS_MAX]);
-int64_t	eg_rp_ts_parse(const char *ts);	/* ms, or -1 */
-int64_t	eg_rp_now_ms(void);
+void	rp_ts_now(char out[RP_TS_MAX]);
+void	rp_ts_of(int64_t ms, char out[RP_TS_MAX]);
+int64_t	rp_ts_parse(const char *ts);	/* ms, or -1 */
+int64_t	rp_now_ms(void);
 
 /* sha256 of the canonical JSON array of argv. */
-void	eg_rp_command_sha256(const struct rp_strv *argv, char out[65]);
+void	rp_command_sha256(const struct rp_strv *argv, char out[65]);
 
-int	eg_rp_receipt_write(int stepfd, const struct rp_receipt *r,
+int	rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	    const struct rp_step *st, const char *const *envp, int public);
-int	eg_rp_receipt_read(int stepfd, struct rp_receipt *r);
-json_t	*eg_rp_receipt_json_read(int stepfd);	/* for --status --json */
-int	eg_rp_run_write(int dirfd, const struct rp_run *r);
-int	eg_rp_run_read(int dirfd, struct rp_run *r);
-int	eg_rp_exit_write(int stepfd, const struct rp_exit *x);
-int	eg_rp_exit_read(int stepfd, struct rp_exit *x);	/* -1: none */
+int	rp_receipt_read(int stepfd, struct rp_receipt *r);
+json_t	*rp_receipt_json_read(int stepfd);	/* for --status --json */
+int	rp_run_write(int dirfd, const struct rp_run *r);
+int	rp_run_read(int dirfd, struct rp_run *r);
+int	rp_exit_write(int stepfd, const struct rp_exit *x);
+int	rp_exit_read(int stepfd, struct rp_exit *x);	/* -1: none */
 /* keeper.json: the keeper's identity, and its command's once started
  * (cpid 0: not yet). */
-int	eg_rp_keeper_write(int stepfd, pid_t pid, const char *start,
+int	rp_keeper_write(int stepfd, pid_t pid, const char *start,
 	    pid_t cpid, const char *cstart);
-int	eg_rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
+int	rp_keeper_read(int stepfd, long *pid, char *start, size_t len,
 	    long *cpid, char *cstart, size_t clen);
 
 #endif

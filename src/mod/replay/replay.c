@@ -77,7 +77,7 @@ replay_main(int argc, char *argv[])
 	int ch, json = 0, modes, force = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "--keeper") == 0)
-		return eg_rp_keeper_main(argc, argv);
+		return rp_keeper_main(argc, argv);
 	memset(&o, 0, sizeof(o));
 	o.jobs = 1;
 	optind = 0;
@@ -152,19 +152,19 @@ replay_main(int argc, char *argv[])
 	if (json && status == NULL)
 		return usage_err("--json goes with --status", NULL);
 	if (resume != NULL)
-		return eg_rp_resume(resume, o.key, force ? reason : NULL);
+		return rp_resume(resume, o.key, force ? reason : NULL);
 	if (cancel != NULL)
 		return o.key != NULL ? usage_err("--key is for a run", NULL) :
-		    eg_rp_cancel(cancel, reason);
+		    rp_cancel(cancel, reason);
 	if (status != NULL)
-		return eg_rp_status(status, json);
+		return rp_status(status, json);
 	if (optind >= argc)
 		return usage_err("no plan given", NULL);
 	o.plans = argv + optind;
 	o.nplans = (size_t)(argc - optind);
 	if (o.out != NULL && o.nplans > 1)
 		return usage_err("-o is for one plan only", NULL);
-	return eg_rp_run_plans(&o);
+	return rp_run_plans(&o);
 }
 
 const struct eg_module eg_mod_replay = {

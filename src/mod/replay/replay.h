@@ -32,14 +32,14 @@ enum {
 	RP_EX_UNRESOLVED = 4
 };
 
-int	eg_rp_keeper_main(int argc, char *argv[]);
-int	eg_rp_run_plans(const struct rp_opts *o);
+int	rp_keeper_main(int argc, char *argv[]);
+int	rp_run_plans(const struct rp_opts *o);
 /* force: --force --reason TEXT (NULL: none) */
-int	eg_rp_resume(const char *dir, const char *key, const char *force);
-int	eg_rp_cancel(const char *dir, const char *reason);
-int	eg_rp_status(const char *dir, int json);
+int	rp_resume(const char *dir, const char *key, const char *force);
+int	rp_cancel(const char *dir, const char *reason);
+int	rp_status(const char *dir, int json);
 
 /* Remove dirfd/name and everything under it, never following symlinks. */
-int	eg_rp_rmtree(int dirfd, const char *name);
+int	rp_rmtree(int dirfd, const char *name);
 
 #endif

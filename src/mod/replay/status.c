@@ -66,8 +66,8 @@ find_step(int stepsfd, int idx)
 static void
 secs(const char *a, const char *b, char *out, size_t len)
 {
-	int64_t s = eg_rp_ts_parse(a), e = b[0] != '\0' ? eg_rp_ts_parse(b) :
-	    eg_rp_now_ms();
+	int64_t s = rp_ts_parse(a), e = b[0] != '\0' ? rp_ts_parse(b) :
+	    rp_now_ms();
 
 	if (s < 0 || e < s)
 		snprintf(out, len, "-");
@@ -76,7 +76,7 @@ secs(const char *a, const char *b, char *out, size_t len)
 }
 
 int
-eg_rp_status(const char *dir, int json)
+rp_status(const char *dir, int json)
 {
 	struct rp_run run;
 	struct rp_receipt r;
@@ -85,7 +85,7 @@ eg_rp_status(const char *dir, int json)
 	int dirfd, stepsfd, fd, i, rc = RP_EX_OK, fdj;
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd == -1 || eg_rp_run_read(dirfd, &run) == -1) {
+	if (dirfd == -1 || rp_run_read(dirfd, &run) == -1) {
 		fprintf(stderr, "egressd replay: %s: not a replay record "
 		    "directory\n", dir);
 		if (dirfd != -1)
@@ -94,7 +94,7 @@ eg_rp_status(const char *dir, int json)
 	}
 	/* SPEC guarantee 10: "running" only while its supervisor lives */
 	if (strcmp(run.state, "running") == 0 && (run.sup_pid <= 0 ||
-	    !eg_rp_ident_alive((pid_t)run.sup_pid, run.sup_start))) {
+	    !rp_ident_alive((pid_t)run.sup_pid, run.sup_start))) {
 		snprintf(run.state, sizeof(run.state), "interrupted");
 		rc = RP_EX_RUNTIME;
 	}
@@ -136,10 +136,10 @@ eg_rp_status(const char *dir, int json)
 		if ((fd = find_step(stepsfd, i)) == -1)
 			break;
 		if (json) {
-			o = eg_rp_receipt_json_read(fd);
+			o = rp_receipt_json_read(fd);
 			if (o != NULL)
 				json_array_append_new(arr, o);
-		} else if (eg_rp_receipt_read(fd, &r) == 0) {
+		} else if (rp_receipt_read(fd, &r) == 0) {
 			if (r.has_exit)
 				snprintf(ex, sizeof(ex), "%d", r.exit_code);
 			else if (r.has_signal)

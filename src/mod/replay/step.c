@@ -113,14 +113,14 @@ step_route_env(void *arg, const char *name, const char *env,
 
 	if (env != NULL) {
 		snprintf(kv, sizeof(kv), "%s=http://%s/%s", env, rv->tcp, name);
-		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
-		    eg_rp_strv_add(rv->envp, kv) == -1)
+		if ((rv->opt && rp_strv_add(rv->envp, "--env") == -1) ||
+		    rp_strv_add(rv->envp, kv) == -1)
 			rv->oom = 1;
 	}
 	if (placeholder != NULL) {
 		snprintf(kv, sizeof(kv), "%s=egressd-route", placeholder);
-		if ((rv->opt && eg_rp_strv_add(rv->envp, "--env") == -1) ||
-		    eg_rp_strv_add(rv->envp, kv) == -1)
+		if ((rv->opt && rp_strv_add(rv->envp, "--env") == -1) ||
+		    rp_strv_add(rv->envp, kv) == -1)
 			rv->oom = 1;
 	}
 }
@@ -148,15 +148,15 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "PATH=%s", path);
-		if (eg_rp_strv_add(envp, kv) == -1 || eg_rp_strv_add(pub, kv) == -1) {
+		if (rp_strv_add(envp, kv) == -1 || rp_strv_add(pub, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
 		eg_free(kv);
 	}
 	for (i = 0; i < st->env.n; i++)
-		if (eg_rp_strv_add(envp, st->env.v[i]) == -1 ||
-		    eg_rp_strv_add(pub, st->env.v[i]) == -1)
+		if (rp_strv_add(envp, st->env.v[i]) == -1 ||
+		    rp_strv_add(pub, st->env.v[i]) == -1)
 			return -1;
 	for (i = 0; i < st->secrets.n; i++) {
 		if ((v = getenv(st->secrets.v[i])) == NULL)
@@ -165,7 +165,7 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "%s=%s", st->secrets.v[i], v);
-		if (eg_rp_strv_add(envp, kv) == -1) {
+		if (rp_strv_add(envp, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
@@ -175,11 +175,11 @@ step_env(const struct job *j, const struct rp_step *st,
 		for (i = 0; i < sizeof(pv) / sizeof(pv[0]); i++) {
 			snprintf(url, sizeof(url), "%s=http://%s", pv[i],
 			    j->tcp);
-			if (eg_rp_strv_add(envp, url) == -1)
+			if (rp_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (eg_rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
-		    -1 || eg_rp_strv_add(envp, "no_proxy="
+		if (rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
+		    -1 || rp_strv_add(envp, "no_proxy="
 		    EG_SANDBOX_NO_PROXY) == -1)
 			return -1;
 		/* the routes' variables (SPEC "Routes"), at the proxy */
@@ -218,8 +218,8 @@ step_hides(const struct job *j, struct rp_strv *av)
 	/* as egressd run treats its own $HOME: "/" is no home to hide */
 	if (home != NULL && home[0] == '/' && realpath(home, hr) != NULL &&
 	    strcmp(hr, "/") != 0 && strcmp(hr, wd) != 0) {
-		ok |= eg_rp_strv_add(av, "--hide");
-		ok |= eg_rp_strv_add(av, hr);
+		ok |= rp_strv_add(av, "--hide");
+		ok |= rp_strv_add(av, hr);
 	}
 	snprintf(parent, sizeof(parent), "%s", j->dir);
 	slash = strrchr(parent, '/');
@@ -228,11 +228,11 @@ step_hides(const struct job *j, struct rp_strv *av)
 	n = strlen(parent);
 	if (slash == NULL || n == 0 || (strncmp(wd, parent, n) == 0 &&
 	    (wd[n] == '\0' || wd[n] == '/'))) {
-		ok |= eg_rp_strv_add(av, "--hide");
-		ok |= eg_rp_strv_add(av, j->dir);
+		ok |= rp_strv_add(av, "--hide");
+		ok |= rp_strv_add(av, j->dir);
 	} else {
-		ok |= eg_rp_strv_add(av, "--hide");
-		ok |= eg_rp_strv_add(av, parent);
+		ok |= rp_strv_add(av, "--hide");
+		ok |= rp_strv_add(av, parent);
 	}
 	return ok;
 }
@@ -247,37 +247,37 @@ step_cmd(const struct job *j, const struct rp_step *st,
 	size_t i;
 	int ok = 0;
 
-	ok |= eg_rp_strv_add(av, "egressd");
-	ok |= eg_rp_strv_add(av, "replay");
-	ok |= eg_rp_strv_add(av, "--keeper");
-	ok |= eg_rp_strv_add(av, stepdir);
-	ok |= eg_rp_strv_add(av, rawdir);
-	ok |= eg_rp_strv_add(av, j->plan->workdir);
+	ok |= rp_strv_add(av, "egressd");
+	ok |= rp_strv_add(av, "replay");
+	ok |= rp_strv_add(av, "--keeper");
+	ok |= rp_strv_add(av, stepdir);
+	ok |= rp_strv_add(av, rawdir);
+	ok |= rp_strv_add(av, j->plan->workdir);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)cap);
-	ok |= eg_rp_strv_add(av, num);
+	ok |= rp_strv_add(av, num);
 	snprintf(num, sizeof(num), "%lld", (long long)deadline);
-	ok |= eg_rp_strv_add(av, num);
+	ok |= rp_strv_add(av, num);
 	if (st->sandbox == RP_SB_BWRAP)
-		ok |= eg_rp_strv_add(av, "--launch-fd");
-	ok |= eg_rp_strv_add(av, "--");
+		ok |= rp_strv_add(av, "--launch-fd");
+	ok |= rp_strv_add(av, "--");
 	if (st->sandbox == RP_SB_BWRAP) {
-		ok |= eg_rp_strv_add(av, eg_rp_exe);
-		ok |= eg_rp_strv_add(av, "run");
+		ok |= rp_strv_add(av, rp_exe);
+		ok |= rp_strv_add(av, "run");
 		/* a socket of our proxy: its relay hands clients over */
-		ok |= eg_rp_strv_add(av, "--proxy-handoff");
-		ok |= eg_rp_strv_add(av, j->sock);
-		ok |= eg_rp_strv_add(av, "--sandbox");
-		ok |= eg_rp_strv_add(av, "bwrap");
+		ok |= rp_strv_add(av, "--proxy-handoff");
+		ok |= rp_strv_add(av, j->sock);
+		ok |= rp_strv_add(av, "--sandbox");
+		ok |= rp_strv_add(av, "bwrap");
 		/* the keeper's launch-status pipe (keeper.c) */
-		ok |= eg_rp_strv_add(av, "--launch-fd");
-		ok |= eg_rp_strv_add(av, "3");
+		ok |= rp_strv_add(av, "--launch-fd");
+		ok |= rp_strv_add(av, "3");
 		for (i = 0; i < st->rw.n; i++) {
-			ok |= eg_rp_strv_add(av, "--rw");
-			ok |= eg_rp_strv_add(av, st->rw.v[i]);
+			ok |= rp_strv_add(av, "--rw");
+			ok |= rp_strv_add(av, st->rw.v[i]);
 		}
 		for (i = 0; i < st->ro.n; i++) {
-			ok |= eg_rp_strv_add(av, "--ro");
-			ok |= eg_rp_strv_add(av, st->ro.v[i]);
+			ok |= rp_strv_add(av, "--ro");
+			ok |= rp_strv_add(av, st->ro.v[i]);
 		}
 		ok |= step_hides(j, av);
 		/* what we set is passed even if it looks secret */
@@ -285,14 +285,14 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			eq = strchr(st->env.v[i], '=');
 			snprintf(name, sizeof(name), "%.*s", (int)(eq -
 			    st->env.v[i]), st->env.v[i]);
-			ok |= eg_rp_strv_add(av, "--env");
-			ok |= eg_rp_strv_add(av, name);
+			ok |= rp_strv_add(av, "--env");
+			ok |= rp_strv_add(av, name);
 		}
 		for (i = 0; i < st->secrets.n; i++) {
 			if (getenv(st->secrets.v[i]) == NULL)
 				continue;
-			ok |= eg_rp_strv_add(av, "--env");
-			ok |= eg_rp_strv_add(av, st->secrets.v[i]);
+			ok |= rp_strv_add(av, "--env");
+			ok |= rp_strv_add(av, st->secrets.v[i]);
 		}
 		/* the routes' variables, at the relay inside (--proxy:
 		 * egressd run does not read this configuration) */
@@ -304,17 +304,17 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			eg_module_routes(j->px->ex, step_route_env, &rv);
 			ok |= rv.oom ? -1 : 0;
 		}
-		ok |= eg_rp_strv_add(av, "--");
+		ok |= rp_strv_add(av, "--");
 	}
 	for (i = 0; i < st->argv.n; i++)
-		ok |= eg_rp_strv_add(av, st->argv.v[i]);
+		ok |= rp_strv_add(av, st->argv.v[i]);
 	return ok == 0 ? 0 : -1;
 }
 
 /* --- receipts ---------------------------------------------------------------- */
 
 void
-eg_rp_receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
+rp_receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
 {
 	const struct rp_step *st = &j->plan->steps[i];
 
@@ -323,37 +323,37 @@ eg_rp_receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
 	r->index = (int)i + 1;
 	snprintf(r->phase, sizeof(r->phase), "%s", st->phase);
 	snprintf(r->state, sizeof(r->state), "prepared");
-	eg_rp_command_sha256(&st->argv, r->command_sha256);
+	rp_command_sha256(&st->argv, r->command_sha256);
 }
 
 int
-eg_rp_receipt_put(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
+rp_receipt_put(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	const struct rp_step *st = &j->plan->steps[i];
 	struct rp_strv envp = { 0 }, pub = { 0 };
 	int rc;
 
 	if (step_env(j, st, &envp, &pub) == -1) {
-		eg_rp_strv_free(&envp);
-		eg_rp_strv_free(&pub);
+		rp_strv_free(&envp);
+		rp_strv_free(&pub);
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = eg_rp_receipt_write(stepfd, r, st, (const char *const *)pub.v,
+	rc = rp_receipt_write(stepfd, r, st, (const char *const *)pub.v,
 	    j->plan->public);
-	eg_rp_strv_free(&envp);
-	eg_rp_strv_free(&pub);
+	rp_strv_free(&envp);
+	rp_strv_free(&pub);
 	if (rc == -1)
-		eg_rp_warn("%s/steps/%02zu-%s/receipt.json: %s", j->dir, i + 1,
+		rp_warn("%s/steps/%02zu-%s/receipt.json: %s", j->dir, i + 1,
 		    st->name, strerror(errno));
 	return rc;
 }
 
 int
-eg_rp_run_put(struct job *j)
+rp_run_put(struct job *j)
 {
-	if (eg_rp_run_write(j->dirfd, &j->run) == -1) {
-		eg_rp_warn("%s/run.json: %s", j->dir, strerror(errno));
+	if (rp_run_write(j->dirfd, &j->run) == -1) {
+		rp_warn("%s/run.json: %s", j->dir, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -387,7 +387,7 @@ usage_add(struct job *j, int cur, const struct egress_event *ev)
 }
 
 void
-eg_rp_on_event(const struct egress_event *ev, void *arg)
+rp_on_event(const struct egress_event *ev, void *arg)
 {
 	struct proxy *px = arg;
 	struct job *j;
@@ -445,7 +445,7 @@ count_from_log(struct job *j, const char *step, struct rp_receipt *r)
 	size_t len;
 	int k;
 
-	text = eg_rp_slurp(j->dirfd, "audit.log", 1ULL << 30, &len);
+	text = rp_slurp(j->dirfd, "audit.log", 1ULL << 30, &len);
 	if (text == NULL)
 		return;
 	snprintf(pat, sizeof(pat), " step=%s ", step);
@@ -495,13 +495,13 @@ count_from_log(struct job *j, const char *step, struct rp_receipt *r)
 /* --- one step -------------------------------------------------------------- */
 
 int
-eg_rp_cancel_requested(struct job *j)
+rp_cancel_requested(struct job *j)
 {
 	int sig;
 	char *reason;
 	size_t len;
 
-	if ((sig = atomic_load(&eg_rp_signal)) != 0) {
+	if ((sig = atomic_load(&rp_signal)) != 0) {
 		if (j->run.cancel_reason[0] == '\0')
 			snprintf(j->run.cancel_reason,
 			    sizeof(j->run.cancel_reason), "%s",
@@ -510,7 +510,7 @@ eg_rp_cancel_requested(struct job *j)
 	}
 	if (faccessat(j->privfd, "cancel", F_OK, 0) == 0) {
 		if (j->run.cancel_reason[0] == '\0') {
-			reason = eg_rp_slurp(j->privfd, "cancel", 4096, &len);
+			reason = rp_slurp(j->privfd, "cancel", 4096, &len);
 			snprintf(j->run.cancel_reason,
 			    sizeof(j->run.cancel_reason), "%s",
 			    reason != NULL && reason[0] != '\0' ? reason :
@@ -548,10 +548,10 @@ wait_keeper(struct job *j, pid_t pid, const char *start, int child)
 			p = waitpid(pid, &st, WNOHANG);
 			if (p == pid || (p == -1 && errno == ECHILD))
 				return;
-		} else if (!eg_rp_ident_alive(pid, start))
+		} else if (!rp_ident_alive(pid, start))
 			return;
-		if (!signalled && eg_rp_cancel_requested(j)) {
-			(void)eg_rp_ident_signal(pid, start, SIGTERM);
+		if (!signalled && rp_cancel_requested(j)) {
+			(void)rp_ident_signal(pid, start, SIGTERM);
 			signalled = 1;
 		}
 		(void)poll(NULL, 0, RP_POLL_MS);
@@ -566,9 +566,9 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	char name[RP_NAME_MAX + 8], err[1024];
 	int rawfd;
 
-	eg_rp_step_dirname(j->plan, i, name, sizeof(name));
+	rp_step_dirname(j->plan, i, name, sizeof(name));
 	snprintf(r->state, sizeof(r->state), "capturing");
-	(void)eg_rp_receipt_put(j, i, stepfd, r);
+	(void)rp_receipt_put(j, i, stepfd, r);
 	pause_point(j, st->name, "capturing");
 	(void)mkdirat(j->privfd, name, 0700);
 	rawfd = openat(j->privfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -585,7 +585,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	c.keeper_died = strcmp(r->termination, "original_exit_unknown") == 0;
 	err[0] = '\0';
 	if (rp_capture_step(&c, err, sizeof(err)) == -1)
-		eg_rp_warn("step %s: capture: %s", st->name, err);
+		rp_warn("step %s: capture: %s", st->name, err);
 	if (rawfd != -1)
 		close(rawfd);
 	pause_point(j, st->name, "before_captured");
@@ -600,7 +600,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	memcpy(r->usage, j->usage[i], r->nusage * sizeof(r->usage[0]));
 	pthread_mutex_unlock(&j->umtx);
 	snprintf(r->state, sizeof(r->state), "captured");
-	(void)eg_rp_receipt_put(j, i, stepfd, r);
+	(void)rp_receipt_put(j, i, stepfd, r);
 }
 
 static void
@@ -624,14 +624,14 @@ collect_exit(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	struct rp_exit x;
 
-	if (eg_rp_exit_read(stepfd, &x) == 0)
+	if (rp_exit_read(stepfd, &x) == 0)
 		apply_exit(r, &x);
 	else {
 		snprintf(r->termination, sizeof(r->termination),
 		    "original_exit_unknown");
 		r->has_exit = r->has_signal = 0;
 		if (r->ended[0] == '\0')
-			eg_rp_ts_now(r->ended);
+			rp_ts_now(r->ended);
 	}
 	capture_step(j, i, stepfd, r);
 }
@@ -644,7 +644,7 @@ never_run(struct job *j, size_t i, int stepfd, struct rp_receipt *r,
 	snprintf(r->termination, sizeof(r->termination), "%s", termination);
 	snprintf(r->state, sizeof(r->state), "skipped");
 	r->has_exit = r->has_signal = 0;
-	(void)eg_rp_receipt_put(j, i, stepfd, r);
+	(void)rp_receipt_put(j, i, stepfd, r);
 }
 
 /*
@@ -666,11 +666,11 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	pid_t pid;
 	int fd, nul, rc = -1;
 
-	eg_rp_step_dirname(j->plan, i, name, sizeof(name));
+	rp_step_dirname(j->plan, i, name, sizeof(name));
 	if (snprintf(stepdir, sizeof(stepdir), "%s/steps/%s", j->dir, name) >=
 	    (int)sizeof(stepdir) || snprintf(rawdir, sizeof(rawdir),
 	    "%s/%s/%s", j->dir, RP_PRIV, name) >= (int)sizeof(rawdir)) {
-		eg_rp_warn("%s: path too long", j->dir);
+		rp_warn("%s: path too long", j->dir);
 		return -1;
 	}
 	(void)mkdirat(j->privfd, name, 0700);
@@ -679,18 +679,18 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	(void)egress_session_set_step(j->px->ex, j->session, st->name);
 	if (egress_session_set_phase(j->px->ex, j->session, st->phase, "api",
 	    &closed) == -1) {
-		eg_rp_warn("step %s: phase %s: %s", st->name, st->phase,
+		rp_warn("step %s: phase %s: %s", st->name, st->phase,
 		    egress_errmsg(j->px->ex));
 		return -1;
 	}
 	atomic_store(&j->cur, (int)i);
 	j->cnt_valid[i] = 1;
 
-	now = eg_rp_now_ms();
+	now = rp_now_ms();
 	if (st->timeout > 0)
 		deadline = now + (int64_t)st->timeout * 1000;
 	if (j->run.deadline > 0) {
-		t = eg_rp_ts_parse(j->run.started) + (int64_t)j->run.deadline *
+		t = rp_ts_parse(j->run.started) + (int64_t)j->run.deadline *
 		    1000;
 		if (deadline == 0 || t < deadline)
 			deadline = t;
@@ -702,19 +702,19 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		cap = strtoull(capenv, NULL, 10);
 	if (step_env(j, st, &envp, &pub) == -1 ||
 	    step_cmd(j, st, stepdir, rawdir, cap, deadline, &av) == -1) {
-		eg_rp_warn("out of memory");
+		rp_warn("out of memory");
 		goto out;
 	}
 
 	snprintf(r->state, sizeof(r->state), "starting");
-	eg_rp_ts_now(r->started);
-	if (eg_rp_receipt_put(j, i, stepfd, r) == -1)
+	rp_ts_now(r->started);
+	if (rp_receipt_put(j, i, stepfd, r) == -1)
 		goto out;
 	pause_point(j, st->name, "before_claim");
 	fd = openat(stepfd, "launch.claim", O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd == -1) {
-		eg_rp_warn("%s/launch.claim: %s", stepdir, strerror(errno));
+		rp_warn("%s/launch.claim: %s", stepdir, strerror(errno));
 		goto out;
 	}
 	snprintf(line, sizeof(line), "%d %s\n", (int)getpid(), r->started);
@@ -738,30 +738,30 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 			(void)dup2(nul, 2);
 		}
 		(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		execve(eg_rp_exe, av.v, envp.v);
+		execve(rp_exe, av.v, envp.v);
 		_exit(127);
 	}
 	if (pid == -1) {
-		eg_rp_warn("step %s: fork: %s", st->name, strerror(errno));
+		rp_warn("step %s: fork: %s", st->name, strerror(errno));
 		snprintf(r->termination, sizeof(r->termination),
 		    "launch_failed");
-		eg_rp_ts_now(r->ended);
+		rp_ts_now(r->ended);
 		capture_step(j, i, stepfd, r);
 		goto out;
 	}
-	if (eg_rp_ident_of(pid, ident, sizeof(ident)) == 0) {
+	if (rp_ident_of(pid, ident, sizeof(ident)) == 0) {
 		r->pid = (long)pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", ident);
 		snprintf(r->state, sizeof(r->state), "running");
-		(void)eg_rp_receipt_put(j, i, stepfd, r);
+		(void)rp_receipt_put(j, i, stepfd, r);
 	}
 	pause_point(j, st->name, "running");
 	wait_keeper(j, pid, r->pid_start, 1);
 	collect_exit(j, i, stepfd, r);
 out:
-	eg_rp_strv_free(&envp);
-	eg_rp_strv_free(&pub);
-	eg_rp_strv_free(&av);
+	rp_strv_free(&envp);
+	rp_strv_free(&pub);
+	rp_strv_free(&av);
 	return rc;
 }
 
@@ -778,7 +778,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	long pid = 0, kpid = 0, cpid = 0;
 
 	start[0] = cstart[0] = '\0';
-	if (eg_rp_keeper_read(stepfd, &kpid, kstart, sizeof(kstart), &cpid,
+	if (rp_keeper_read(stepfd, &kpid, kstart, sizeof(kstart), &cpid,
 	    cstart, sizeof(cstart)) == -1)
 		kpid = cpid = 0;
 	if (r->pid != 0) {
@@ -794,16 +794,16 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		capture_step(j, i, stepfd, r);
 		return 0;
 	}
-	if (eg_rp_exit_read(stepfd, &x) == 0) {
+	if (rp_exit_read(stepfd, &x) == 0) {
 		apply_exit(r, &x);
 		capture_step(j, i, stepfd, r);
 		return 0;
 	}
-	if (pid != 0 && eg_rp_ident_alive((pid_t)pid, start)) {
+	if (pid != 0 && rp_ident_alive((pid_t)pid, start)) {
 		fprintf(stderr, "egressd replay: step %s is still running "
 		    "(pid %ld): waiting for it\n", r->step, pid);
 		snprintf(r->state, sizeof(r->state), "running");
-		(void)eg_rp_receipt_put(j, i, stepfd, r);
+		(void)rp_receipt_put(j, i, stepfd, r);
 		(void)egress_session_set_step(j->px->ex, j->session,
 		    j->plan->steps[i].name);
 		(void)egress_session_set_phase(j->px->ex, j->session,
@@ -815,7 +815,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	if (pid != 0) {
 		/* the keeper is gone and left no exit record; its command
 		 * may live on: wait for it, then original_exit_unknown */
-		if (cpid != 0 && eg_rp_ident_alive((pid_t)cpid, cstart)) {
+		if (cpid != 0 && rp_ident_alive((pid_t)cpid, cstart)) {
 			fprintf(stderr, "egressd replay: step %s: its keeper "
 			    "died; waiting for its command (pid %ld)\n",
 			    r->step, cpid);
@@ -827,7 +827,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	snprintf(r->note, sizeof(r->note), "unresolved: launch.claim exists "
 	    "but neither the step's process nor its exit status can be "
 	    "found; it may have run");
-	(void)eg_rp_receipt_put(j, i, stepfd, r);
+	(void)rp_receipt_put(j, i, stepfd, r);
 	fprintf(stderr, "egressd replay: step %02zu-%s: unresolved: it was "
 	    "claimed for launch but neither its process nor its exit status "
 	    "can be found (see %s/steps/%02zu-%s/receipt.json)\n", i + 1,
@@ -854,11 +854,11 @@ force_unknown(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 /* --- a whole job ------------------------------------------------------------- */
 
 int
-eg_rp_open_stepfd(struct job *j, size_t i)
+rp_open_stepfd(struct job *j, size_t i)
 {
 	char name[RP_NAME_MAX + 8];
 
-	eg_rp_step_dirname(j->plan, i, name, sizeof(name));
+	rp_step_dirname(j->plan, i, name, sizeof(name));
 	return openat(j->stepsfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 }
@@ -872,18 +872,18 @@ eg_rp_open_stepfd(struct job *j, size_t i)
  * that ran may have put a forged copy there.
  */
 void
-eg_rp_seal(struct job *j)
+rp_seal(struct job *j)
 {
 	char cmd_record[] = "record", cmd_seal[] = "seal", opt_fd[] = "--fd";
 	char opt_key[] = "--key";
 	char *av[8], err[512], keybuf[PATH_MAX], fdbuf[32], real[PATH_MAX];
 	int ac = 0, rc;
 
-	if (!eg_rp_has_module("record"))
+	if (!rp_has_module("record"))
 		return;
-	eg_rp_fd_path(j->dirfd, real, sizeof(real));
-	if (eg_rp_dir_moved(j->dirfd, j->dir)) {
-		eg_rp_warn("%s: the record directory was renamed or replaced "
+	rp_fd_path(j->dirfd, real, sizeof(real));
+	if (rp_dir_moved(j->dirfd, j->dir)) {
+		rp_warn("%s: the record directory was renamed or replaced "
 		    "during the run; nothing was sealed or signed (the run's "
 		    "record is now at %s)", j->dir, real);
 		if (j->exit < RP_EX_RUNTIME)
@@ -906,7 +906,7 @@ eg_rp_seal(struct job *j)
 	if (rc == -1 && strstr(err, "not compiled in") != NULL)
 		return;
 	if (rc != 0) {
-		eg_rp_warn("%s: sealing the record failed%s%s", real,
+		rp_warn("%s: sealing the record failed%s%s", real,
 		    err[0] ? ": " : "", err);
 		if (j->exit == RP_EX_OK)
 			j->exit = RP_EX_RUNTIME;
@@ -914,7 +914,7 @@ eg_rp_seal(struct job *j)
 }
 
 void *
-eg_rp_job_main(void *arg)
+rp_job_main(void *arg)
 {
 	struct job *j = arg;
 	struct rp_receipt r;
@@ -926,18 +926,18 @@ eg_rp_job_main(void *arg)
 
 	atomic_store(&j->cur, -1);
 	if (j->run.deadline > 0)
-		deadline = eg_rp_ts_parse(j->run.started) +
+		deadline = rp_ts_parse(j->run.started) +
 		    (int64_t)j->run.deadline * 1000;
 	for (i = 0; i < j->plan->nsteps; i++) {
 		st = &j->plan->steps[i];
-		if ((stepfd = eg_rp_open_stepfd(j, i)) == -1) {
-			eg_rp_warn("%s/steps/%02zu-%s: %s", j->dir, i + 1,
+		if ((stepfd = rp_open_stepfd(j, i)) == -1) {
+			rp_warn("%s/steps/%02zu-%s: %s", j->dir, i + 1,
 			    st->name, strerror(errno));
 			runtime = 1;
 			break;
 		}
-		if (eg_rp_receipt_read(stepfd, &r) == -1)
-			eg_rp_receipt_init(j, i, &r);
+		if (rp_receipt_read(stepfd, &r) == -1)
+			rp_receipt_init(j, i, &r);
 		if (strcmp(r.state, "captured") == 0 ||
 		    strcmp(r.state, "skipped") == 0) {
 			/* done before a crash */
@@ -951,24 +951,24 @@ eg_rp_job_main(void *arg)
 			}
 		} else if (unresolved) {
 			/* after an unresolved step nothing is decided */
-		} else if (deadline > 0 && eg_rp_now_ms() >= deadline) {
+		} else if (deadline > 0 && rp_now_ms() >= deadline) {
 			never_run(j, i, stepfd, &r, "not_started_deadline");
 			deadline_hit = 1;
 		} else if (stop) {
 			never_run(j, i, stepfd, &r, "skipped");
-		} else if (eg_rp_cancel_requested(j)) {
+		} else if (rp_cancel_requested(j)) {
 			never_run(j, i, stepfd, &r, "skipped");
 			cancelled = 1;
-		} else if (eg_rp_dir_moved(j->dirfd, j->dir)) {
+		} else if (rp_dir_moved(j->dirfd, j->dir)) {
 			/* a step renamed or replaced the record directory:
 			 * the next one would be given the wrong one (bound
 			 * read-only by path, the keeper's files by path) */
-			eg_rp_warn("%s: the record directory was renamed or "
+			rp_warn("%s: the record directory was renamed or "
 			    "replaced; no further step is launched", j->dir);
 			never_run(j, i, stepfd, &r, "skipped");
 			runtime = 1;
 		} else {
-			eg_rp_receipt_init(j, i, &r);
+			rp_receipt_init(j, i, &r);
 			if (launch_step(j, i, stepfd, &r) == -1)
 				runtime = 1;
 		}
@@ -990,17 +990,17 @@ eg_rp_job_main(void *arg)
 	atomic_store(&j->cur, -1);
 	/* the rest after a runtime failure: skipped, so nothing is left open */
 	for (i = i + (runtime ? 1 : 0); runtime && i < j->plan->nsteps; i++) {
-		if ((stepfd = eg_rp_open_stepfd(j, i)) == -1)
+		if ((stepfd = rp_open_stepfd(j, i)) == -1)
 			continue;
-		if (eg_rp_receipt_read(stepfd, &r) == -1)
-			eg_rp_receipt_init(j, i, &r);
+		if (rp_receipt_read(stepfd, &r) == -1)
+			rp_receipt_init(j, i, &r);
 		if (strcmp(r.state, "prepared") == 0)
 			never_run(j, i, stepfd, &r, "skipped");
 		close(stepfd);
 	}
 	/* a cancel that came while a step was being launched or stopped:
 	 * its termination says how it ended, the run was still cancelled */
-	if (!unresolved && !runtime && eg_rp_cancel_requested(j))
+	if (!unresolved && !runtime && rp_cancel_requested(j))
 		cancelled = 1;
 	if (unresolved)
 		j->exit = RP_EX_UNRESOLVED;
@@ -1012,17 +1012,17 @@ eg_rp_job_main(void *arg)
 		j->exit = RP_EX_OK;
 	/* the reason, also when the keeper was stopped by --cancel alone */
 	if (cancelled && j->run.cancel_reason[0] == '\0' &&
-	    !eg_rp_cancel_requested(j))
+	    !rp_cancel_requested(j))
 		snprintf(j->run.cancel_reason, sizeof(j->run.cancel_reason),
 		    "cancelled");
-	eg_rp_ts_now(j->run.ended);
+	rp_ts_now(j->run.ended);
 	snprintf(j->run.state, sizeof(j->run.state), "%s", unresolved ?
 	    "unresolved" : cancelled ? "cancelled" : "finished");
 	j->run.has_exit = !unresolved;
 	j->run.exit = j->exit;
 	if (unresolved)
 		j->run.ended[0] = '\0';
-	(void)eg_rp_run_put(j);
+	(void)rp_run_put(j);
 	atomic_store(&j->done, 1);
 	return NULL;
 }

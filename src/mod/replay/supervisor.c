@@ -64,36 +64,36 @@ load_plan(const char *path, const char *plandir, const char *text,
 	char err[8192], dir[PATH_MAX], rec[PATH_MAX];
 	size_t i;
 
-	p = eg_rp_plan_parse(text, len, path, plandir, eg_rp_getenv,
-	    eg_rp_has_module("sandbox"), config_override, &errs);
-	if (p != NULL && eg_rp_expand_record(p->record,
+	p = rp_plan_parse(text, len, path, plandir, rp_getenv,
+	    rp_has_module("sandbox"), config_override, &errs);
+	if (p != NULL && rp_expand_record(p->record,
 	    p->name != NULL ? p->name : p->base, 0, rec,
 	    sizeof(rec)) == -1)
-		eg_rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
+		rp_errs_add(&errs, path, 0, "record = %s: only %%n, %%t and "
 		    "%%%% may follow a %%", p->record);
 	/* workdir: it must exist; canonical, like the sandbox's getcwd() */
 	if (p != NULL && errs.n == 0) {
 		if (realpath(p->workdir, dir) == NULL)
-			eg_rp_errs_add(&errs, path, 0, "workdir %s: %s",
+			rp_errs_add(&errs, path, 0, "workdir %s: %s",
 			    p->workdir, strerror(errno));
 		else {
 			eg_free(p->workdir);
 			if ((p->workdir = eg_strdup(dir)) == NULL)
-				eg_rp_errs_add(&errs, path, 0, "out of memory");
+				rp_errs_add(&errs, path, 0, "out of memory");
 		}
 	}
 	if (p != NULL && errs.n == 0 && check_phases) {
 		err[0] = '\0';
 		ex = egress_new_from_file(p->config, err, sizeof(err));
 		if (ex == NULL) {
-			eg_rp_errs_add(&errs, path, 0, "config %s:\n%s",
+			rp_errs_add(&errs, path, 0, "config %s:\n%s",
 			    p->config != NULL ? p->config : "(default)", err);
 		}
 		for (i = 0; ex != NULL && i < p->nsteps; i++) {
 			if (egress_set_option(ex, "phase", p->steps[i].phase)
 			    == 0 && egress_check(ex) == 0)
 				continue;
-			eg_rp_errs_add(&errs, path, p->steps[i].phase_line,
+			rp_errs_add(&errs, path, p->steps[i].phase_line,
 			    "phase '%s' is not a phase of %s",
 			    p->steps[i].phase, p->config != NULL ? p->config :
 			    "the embedded default configuration");
@@ -104,11 +104,11 @@ load_plan(const char *path, const char *plandir, const char *text,
 	if (errs.n > 0) {
 		fputs(errs.buf != NULL ? errs.buf : "egressd replay: plan "
 		    "error\n", stderr);
-		eg_rp_errs_free(&errs);
-		eg_rp_plan_free(p);
+		rp_errs_free(&errs);
+		rp_plan_free(p);
 		return NULL;
 	}
-	eg_rp_errs_free(&errs);
+	rp_errs_free(&errs);
 	return p;
 }
 
@@ -118,7 +118,7 @@ static int
 write_file(int dirfd, const char *name, const char *buf, size_t len)
 {
 	if (mc_write_atomic(dirfd, name, buf, len, 0644) == -1) {
-		eg_rp_warn("%s: %s", name, strerror(errno));
+		rp_warn("%s: %s", name, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -165,7 +165,7 @@ record_mkdir(struct job *j, int fixed)
 	slash = strrchr(parent, '/');
 	if (slash == NULL || slash[1] == '\0' || strcmp(slash + 1, ".") == 0 ||
 	    strcmp(slash + 1, "..") == 0) {
-		eg_rp_warn("%s: not a name for a new directory", j->dir);
+		rp_warn("%s: not a name for a new directory", j->dir);
 		return fixed ? -2 : -1;
 	}
 	snprintf(base, sizeof(base), "%s", slash + 1);
@@ -173,12 +173,12 @@ record_mkdir(struct job *j, int fixed)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	if (eg_rp_mkdir_p(parent, 0755) == -1 && errno != EEXIST) {
-		eg_rp_warn("%s: %s", parent, strerror(errno));
+	if (rp_mkdir_p(parent, 0755) == -1 && errno != EEXIST) {
+		rp_warn("%s: %s", parent, strerror(errno));
 		return -1;
 	}
 	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-		eg_rp_warn("%s: %s", parent, strerror(errno));
+		rp_warn("%s: %s", parent, strerror(errno));
 		return -1;
 	}
 	for (n = 1;; n++) {
@@ -189,13 +189,13 @@ record_mkdir(struct job *j, int fixed)
 		if (mkdirat(pfd, name, 0755) == 0)
 			break;
 		if (errno == EEXIST && fixed) {
-			eg_rp_warn("%s: exists (a record directory is never "
+			rp_warn("%s: exists (a record directory is never "
 			    "reused; -o another)", j->dir);
 			close(pfd);
 			return -2;
 		}
 		if (errno != EEXIST || n >= 9999) {
-			eg_rp_warn("%s/%s: %s", parent, name, strerror(errno));
+			rp_warn("%s/%s: %s", parent, name, strerror(errno));
 			close(pfd);
 			return -1;
 		}
@@ -204,14 +204,14 @@ record_mkdir(struct job *j, int fixed)
 	    O_CLOEXEC);
 	close(pfd);
 	if (j->dirfd == -1 || fstat(j->dirfd, &st) == -1) {
-		eg_rp_warn("%s/%s: %s", parent, name, strerror(errno));
+		rp_warn("%s/%s: %s", parent, name, strerror(errno));
 		return -1;
 	}
 	j->run.has_dirid = 1;
 	j->run.dir_dev = (unsigned long long)st.st_dev;
 	j->run.dir_ino = (unsigned long long)st.st_ino;
 	/* canonical (the sandbox binds it read-only when under workdir) */
-	eg_rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
+	rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
 	return 0;
 }
 
@@ -223,23 +223,23 @@ record_lock(struct job *j, const char *shown)
 	long holder;
 	int r;
 
-	r = eg_rp_lock(j->dirfd, &j->lockfd, &holder);
+	r = rp_lock(j->dirfd, &j->lockfd, &holder);
 	if (r == 0)
 		return 0;
 	if (r == 1) {
 		if (holder == 0 && j->run.sup_pid != 0)
 			holder = j->run.sup_pid;
 		if (holder != 0)
-			eg_rp_warn("%s: another supervisor (pid %ld) is still "
+			rp_warn("%s: another supervisor (pid %ld) is still "
 			    "running on this record directory (it holds "
 			    "%s/.lock)", shown, holder, j->dir);
 		else
-			eg_rp_warn("%s: another supervisor (pid unknown) is "
+			rp_warn("%s: another supervisor (pid unknown) is "
 			    "still running on this record directory (it holds "
 			    "%s/.lock)", shown, j->dir);
 		return RP_EX_USAGE;
 	}
-	eg_rp_warn("%s/.lock: %s", j->dir, strerror(errno));
+	rp_warn("%s/.lock: %s", j->dir, strerror(errno));
 	return RP_EX_RUNTIME;
 }
 
@@ -260,7 +260,7 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 		return -1;
 	if (mkdirat(j->dirfd, RP_PRIV, 0700) == -1 ||
 	    mkdirat(j->dirfd, "steps", 0755) == -1) {
-		eg_rp_warn("%s: %s", j->dir, strerror(errno));
+		rp_warn("%s: %s", j->dir, strerror(errno));
 		return -1;
 	}
 	j->privfd = openat(j->dirfd, RP_PRIV, O_RDONLY | O_DIRECTORY |
@@ -272,7 +272,7 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 	/* the copy of the plan holds no secret value (SPEC guarantee 7) */
 	if ((red = rp_redact_mem(j->secrets, j->nsecrets, j->plan_text,
 	    j->plan_len, &redlen, NULL)) == NULL) {
-		eg_rp_warn("out of memory");
+		rp_warn("out of memory");
 		return -1;
 	}
 	rc = write_file(j->dirfd, "plan.ini", red, redlen);
@@ -281,18 +281,18 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 	    write_file(j->dirfd, "config.ini", config_text, config_len) == -1 ||
 	    origin_write(j) == -1)
 		return -1;
-	if (eg_rp_run_put(j) == -1)
+	if (rp_run_put(j) == -1)
 		return -1;
 	for (i = 0; i < j->plan->nsteps; i++) {
-		eg_rp_step_dirname(j->plan, i, name, sizeof(name));
+		rp_step_dirname(j->plan, i, name, sizeof(name));
 		if (mkdirat(j->stepsfd, name, 0755) == -1 ||
-		    (fd = eg_rp_open_stepfd(j, i)) == -1) {
-			eg_rp_warn("%s/steps/%s: %s", j->dir, name,
+		    (fd = rp_open_stepfd(j, i)) == -1) {
+			rp_warn("%s/steps/%s: %s", j->dir, name,
 			    strerror(errno));
 			return -1;
 		}
-		eg_rp_receipt_init(j, i, &r);
-		if (eg_rp_receipt_put(j, i, fd, &r) == -1) {
+		rp_receipt_init(j, i, &r);
+		if (rp_receipt_put(j, i, fd, &r) == -1) {
 			close(fd);
 			return -1;
 		}
@@ -341,7 +341,7 @@ plan_unredact(struct job *j, const char *path, const char *plandir,
 
 	if (memmem(j->plan_text, j->plan_len, "[REDACTED]", 10) == NULL)
 		return;
-	if ((orig = eg_rp_slurp(AT_FDCWD, path, RP_PLAN_MAX, &olen)) == NULL)
+	if ((orig = rp_slurp(AT_FDCWD, path, RP_PLAN_MAX, &olen)) == NULL)
 		return;
 	if (secrets_load(j) == 0)
 		red = rp_redact_mem(j->secrets, j->nsecrets, orig, olen, &rlen,
@@ -357,7 +357,7 @@ plan_unredact(struct job *j, const char *path, const char *plandir,
 		return;
 	}
 	eg_free(red);
-	eg_rp_plan_free(j->plan);
+	rp_plan_free(j->plan);
 	j->plan = p;
 	eg_free(j->plan_text);
 	j->plan_text = orig;
@@ -377,7 +377,7 @@ secrets_redact(struct proxy *px, struct job *j)
 	if (j->nsecrets == 0)
 		return 0;
 	if ((v = eg_calloc(j->nsecrets, sizeof(*v))) == NULL) {
-		eg_rp_warn("out of memory");
+		rp_warn("out of memory");
 		return -1;
 	}
 	for (i = 0; i < j->nsecrets; i++)
@@ -385,7 +385,7 @@ secrets_redact(struct proxy *px, struct job *j)
 	rc = egress_session_set_redact(px->ex, j->session, v, j->nsecrets);
 	eg_free(v);
 	if (rc == -1)
-		eg_rp_warn("session %s: %s", j->session,
+		rp_warn("session %s: %s", j->session,
 		    egress_errmsg(px->ex));
 	return rc;
 }
@@ -444,7 +444,7 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 	}
 	snprintf(path, sizeof(path), "%s/proxy.log", px->dir);
 	if (egress_set_option(px->ex, "audit_log", path) == -1 ||
-	    egress_subscribe(px->ex, eg_rp_on_event, px) == -1 ||
+	    egress_subscribe(px->ex, rp_on_event, px) == -1 ||
 	    egress_start(px->ex) == -1 || egress_run_thread(px->ex) == -1) {
 		fprintf(stderr, "egressd replay: %s\n",
 		    egress_errmsg(px->ex));
@@ -500,7 +500,7 @@ proxy_stop(struct proxy *px)
 		px->ex = NULL;
 	}
 	if (px->tmpdir)
-		(void)eg_rp_rmtree(AT_FDCWD, px->dir);
+		(void)rp_rmtree(AT_FDCWD, px->dir);
 }
 
 /* The folder for the proxy's sockets: DIR/.private, or a temp folder
@@ -529,7 +529,7 @@ proxy_dir(struct proxy *px)
 		tmp = "/tmp";
 	snprintf(px->dir, sizeof(px->dir), "%s/egressd-replay.XXXXXX", tmp);
 	if (mkdtemp(px->dir) == NULL) {
-		eg_rp_warn("%s: %s", px->dir, strerror(errno));
+		rp_warn("%s: %s", px->dir, strerror(errno));
 		return -1;
 	}
 	px->tmpdir = 1;
@@ -543,12 +543,12 @@ self_exe(void)
 {
 	ssize_t n;
 
-	n = readlink("/proc/self/exe", eg_rp_exe, sizeof(eg_rp_exe) - 1);
-	if (n <= 0 || (size_t)n >= sizeof(eg_rp_exe) - 1) {
-		eg_rp_warn("/proc/self/exe: %s", strerror(errno));
+	n = readlink("/proc/self/exe", rp_exe, sizeof(rp_exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(rp_exe) - 1) {
+		rp_warn("/proc/self/exe: %s", strerror(errno));
 		return -1;
 	}
-	eg_rp_exe[n] = '\0';
+	rp_exe[n] = '\0';
 	return 0;
 }
 
@@ -573,8 +573,8 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 	while (finished < n) {
 		while (running < max && next < n) {
 			if ((e = pthread_create(&jobs[next]->tid, NULL,
-			    eg_rp_job_main, jobs[next])) != 0) {
-				eg_rp_warn("thread: %s", strerror(e));
+			    rp_job_main, jobs[next])) != 0) {
+				rp_warn("thread: %s", strerror(e));
 				jobs[next]->exit = RP_EX_RUNTIME;
 				atomic_store(&jobs[next]->done, 1);
 				finished++;
@@ -587,7 +587,7 @@ run_jobs(struct job **jobs, size_t n, unsigned max)
 		}
 		sig = sigtimedwait(&mask, &si, &ts);
 		if (sig == SIGINT || sig == SIGTERM) {
-			atomic_store(&eg_rp_signal, sig);
+			atomic_store(&rp_signal, sig);
 			fprintf(stderr, "egressd replay: %s: cancelling\n",
 			    sig == SIGINT ? "SIGINT" : "SIGTERM");
 		}
@@ -615,11 +615,11 @@ job_finish(struct job *j)
 	if (j->exit != RP_EX_UNRESOLVED && j->privfd != -1) {
 		close(j->privfd);
 		j->privfd = -1;
-		if (eg_rp_rmtree(j->dirfd, RP_PRIV) == -1)
-			eg_rp_warn("%s/%s: cannot remove: %s", j->dir, RP_PRIV,
+		if (rp_rmtree(j->dirfd, RP_PRIV) == -1)
+			rp_warn("%s/%s: cannot remove: %s", j->dir, RP_PRIV,
 			    strerror(errno));
 	}
-	eg_rp_seal(j);
+	rp_seal(j);
 }
 
 static void
@@ -637,7 +637,7 @@ job_free(struct job *j)
 		close(j->stepsfd);
 	eg_free(j->secrets);
 	eg_free(j->plan_text);
-	eg_rp_plan_free(j->plan);
+	rp_plan_free(j->plan);
 	eg_free(j);
 }
 
@@ -660,7 +660,7 @@ summary(const struct job *j)
 {
 	char real[PATH_MAX];
 
-	eg_rp_fd_path(j->dirfd, real, sizeof(real));
+	rp_fd_path(j->dirfd, real, sizeof(real));
 	fprintf(stderr, "egressd replay: %s: %s, exit %d: %s\n",
 	    j->plan->name, j->run.state, j->exit, real);
 }
@@ -680,7 +680,7 @@ block_signals(void)
 }
 
 int
-eg_rp_run_plans(const struct rp_opts *o)
+rp_run_plans(const struct rp_opts *o)
 {
 	struct job **jobs;
 	struct proxy *pxs;
@@ -695,7 +695,7 @@ eg_rp_run_plans(const struct rp_opts *o)
 	jobs = eg_calloc(o->nplans, sizeof(*jobs));
 	pxs = eg_calloc(o->nplans, sizeof(*pxs));
 	if (jobs == NULL || pxs == NULL) {
-		eg_rp_warn("out of memory");
+		rp_warn("out of memory");
 		eg_free(jobs);
 		eg_free(pxs);
 		return RP_EX_RUNTIME;
@@ -708,16 +708,16 @@ eg_rp_run_plans(const struct rp_opts *o)
 		}
 		jobs[i]->plan_path = o->plans[i];
 		jobs[i]->key = o->key;
-		jobs[i]->plan_text = eg_rp_slurp(AT_FDCWD, o->plans[i], RP_PLAN_MAX,
+		jobs[i]->plan_text = rp_slurp(AT_FDCWD, o->plans[i], RP_PLAN_MAX,
 		    &jobs[i]->plan_len);
 		if (jobs[i]->plan_text == NULL) {
-			eg_rp_warn("%s: %s", o->plans[i], errno == EFBIG ?
+			rp_warn("%s: %s", o->plans[i], errno == EFBIG ?
 			    "too large" : strerror(errno));
 			rc = RP_EX_USAGE;
 			continue;
 		}
 		if (realpath(o->plans[i], rp) == NULL) {
-			eg_rp_warn("%s: %s", o->plans[i], strerror(errno));
+			rp_warn("%s: %s", o->plans[i], strerror(errno));
 			rc = RP_EX_USAGE;
 			continue;
 		}
@@ -745,12 +745,12 @@ eg_rp_run_plans(const struct rp_opts *o)
 		if (o->out != NULL)
 			snprintf(rec, sizeof(rec), "%s", o->out);
 		else
-			(void)eg_rp_expand_record(j->plan->record, j->plan->name, now,
+			(void)rp_expand_record(j->plan->record, j->plan->name, now,
 			    rec, sizeof(rec));
 		if (rec[0] != '/' && getcwd(rp, sizeof(rp)) != NULL) {
 			if (snprintf(j->dir, sizeof(j->dir), "%s/%s", rp, rec)
 			    >= (int)sizeof(j->dir)) {
-				eg_rp_warn("%s: path too long", rec);
+				rp_warn("%s: path too long", rec);
 				rc = RP_EX_USAGE;
 				goto out;
 			}
@@ -758,21 +758,21 @@ eg_rp_run_plans(const struct rp_opts *o)
 			snprintf(j->dir, sizeof(j->dir), "%s", rec);
 		snprintf(j->run.name, sizeof(j->run.name), "%s",
 		    j->plan->name);
-		eg_rp_uuid4(j->run.id);
-		eg_rp_ts_now(j->run.started);
+		rp_uuid4(j->run.id);
+		rp_ts_now(j->run.started);
 		snprintf(j->run.state, sizeof(j->run.state), "running");
 		j->run.deadline = j->plan->deadline;
 		j->run.public = j->plan->public;
 		j->run.sup_pid = (long)getpid();
-		if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
+		if (rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
 			snprintf(j->run.sup_start, sizeof(j->run.sup_start),
 			    "%s", ident);
 		j->run.steps = (int)j->plan->nsteps;
 		if (j->plan->config != NULL) {
-			cfg_text = eg_rp_slurp(AT_FDCWD, j->plan->config, 16 << 20,
+			cfg_text = rp_slurp(AT_FDCWD, j->plan->config, 16 << 20,
 			    &cfg_len);
 			if (cfg_text == NULL) {
-				eg_rp_warn("%s: %s", j->plan->config,
+				rp_warn("%s: %s", j->plan->config,
 				    strerror(errno));
 				rc = RP_EX_RUNTIME;
 				goto out;
@@ -804,7 +804,7 @@ eg_rp_run_plans(const struct rp_opts *o)
 		rec[0] = '\0';
 		if (rp_patch_begin(j->plan->workdir, j->privfd, rec,
 		    sizeof(rec)) == -1)
-			eg_rp_warn("%s: patch: %s", j->plan->workdir, rec);
+			rp_warn("%s: patch: %s", j->plan->workdir, rec);
 		/* group by configuration */
 		for (k = 0; k < npx; k++) {
 			const char *a = pxs[k].jobs[0]->plan->config;
@@ -880,28 +880,28 @@ resume_open(struct job *j, const char *dir)
 
 	j->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (j->dirfd == -1) {
-		eg_rp_warn("%s: %s", dir, errno == ELOOP || errno == ENOTDIR ?
+		rp_warn("%s: %s", dir, errno == ELOOP || errno == ENOTDIR ?
 		    "not a directory (a symlink is refused: --resume takes "
 		    "the record directory itself)" : strerror(errno));
 		return RP_EX_USAGE;
 	}
-	eg_rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
+	rp_fd_path(j->dirfd, j->dir, sizeof(j->dir));
 	/* run.json first only to name a holder when /proc/locks cannot */
-	(void)eg_rp_run_read(j->dirfd, &j->run);
+	(void)rp_run_read(j->dirfd, &j->run);
 	if ((rc = record_lock(j, dir)) != 0)
 		return rc;
-	if (eg_rp_run_read(j->dirfd, &j->run) == -1) {
-		eg_rp_warn("%s: not a replay record directory (run.json: %s)",
+	if (rp_run_read(j->dirfd, &j->run) == -1) {
+		rp_warn("%s: not a replay record directory (run.json: %s)",
 		    dir, strerror(errno));
 		return RP_EX_USAGE;
 	}
 	if (fstat(j->dirfd, &st) == -1) {
-		eg_rp_warn("%s: %s", dir, strerror(errno));
+		rp_warn("%s: %s", dir, strerror(errno));
 		return RP_EX_RUNTIME;
 	}
 	if (j->run.has_dirid && (j->run.dir_dev != (unsigned long long)
 	    st.st_dev || j->run.dir_ino != (unsigned long long)st.st_ino)) {
-		eg_rp_warn("%s: not the directory this run was recorded in "
+		rp_warn("%s: not the directory this run was recorded in "
 		    "(run.json: device %llu inode %llu; %s: device %llu inode "
 		    "%llu): it was replaced or copied; nothing is resumed, "
 		    "sealed or signed", dir, j->run.dir_dev, j->run.dir_ino,
@@ -913,7 +913,7 @@ resume_open(struct job *j, const char *dir)
 }
 
 int
-eg_rp_resume(const char *dir, const char *key, const char *force)
+rp_resume(const char *dir, const char *key, const char *force)
 {
 	struct proxy px;
 	struct job *j;
@@ -936,9 +936,9 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 		return rc;
 	}
 	if (j->run.sup_pid != 0 && (pid_t)j->run.sup_pid != getpid() &&
-	    eg_rp_ident_alive((pid_t)j->run.sup_pid, j->run.sup_start) &&
+	    rp_ident_alive((pid_t)j->run.sup_pid, j->run.sup_start) &&
 	    strcmp(j->run.state, "running") == 0) {
-		eg_rp_warn("%s: its supervisor (pid %ld) is still running", dir,
+		rp_warn("%s: its supervisor (pid %ld) is still running", dir,
 		    j->run.sup_pid);
 		job_free(j);
 		return RP_EX_USAGE;
@@ -952,7 +952,7 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 		fprintf(stderr, "egressd replay: %s: the run is over (%s, "
 		    "exit %d)\n", dir, j->run.state, j->run.exit);
 		j->exit = j->run.has_exit ? j->run.exit : RP_EX_OK;
-		eg_rp_seal(j);
+		rp_seal(j);
 		rc = j->exit;
 		job_free(j);
 		return rc;
@@ -963,10 +963,10 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 		close(fd);
 	plan_path = json_string_value(json_object_get(org, "plan"));
 	plandir = json_string_value(json_object_get(org, "dir"));
-	j->plan_text = eg_rp_slurp(j->dirfd, "plan.ini", RP_PLAN_MAX, &j->plan_len);
+	j->plan_text = rp_slurp(j->dirfd, "plan.ini", RP_PLAN_MAX, &j->plan_len);
 	if (plan_path == NULL || plandir == NULL || j->plan_text == NULL ||
 	    j->stepsfd == -1) {
-		eg_rp_warn("%s: incomplete record directory", dir);
+		rp_warn("%s: incomplete record directory", dir);
 		json_decref(org);
 		job_free(j);
 		return RP_EX_RUNTIME;
@@ -986,7 +986,7 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 		return RP_EX_RUNTIME;
 	}
 	j->run.sup_pid = (long)getpid();
-	if (eg_rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
+	if (rp_ident_of(getpid(), ident, sizeof(ident)) == 0)
 		snprintf(j->run.sup_start, sizeof(j->run.sup_start), "%s",
 		    ident);
 	snprintf(j->run.state, sizeof(j->run.state), "running");
@@ -995,7 +995,7 @@ eg_rp_resume(const char *dir, const char *key, const char *force)
 	if (j->force != NULL)
 		snprintf(j->run.force_reason, sizeof(j->run.force_reason), "%s",
 		    j->force);
-	if (eg_rp_run_put(j) == -1) {
+	if (rp_run_put(j) == -1) {
 		job_free(j);
 		return RP_EX_RUNTIME;
 	}

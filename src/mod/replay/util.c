@@ -39,16 +39,16 @@
 #include "replay.h"
 #include "job.h"
 
-atomic_int eg_rp_signal;
-char eg_rp_exe[PATH_MAX];
+atomic_int rp_signal;
+char rp_exe[PATH_MAX];
 
 /* --- small helpers --------------------------------------------------------- */
 
 void
-eg_rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void
-eg_rp_warn(const char *fmt, ...)
+rp_warn(const char *fmt, ...)
 {
 	va_list ap;
 	char buf[2048];
@@ -60,7 +60,7 @@ eg_rp_warn(const char *fmt, ...)
 }
 
 int
-eg_rp_mkdir_p(const char *path, mode_t mode)
+rp_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX], *p;
 
@@ -80,7 +80,7 @@ eg_rp_mkdir_p(const char *path, mode_t mode)
 }
 
 int
-eg_rp_rmtree(int dfd, const char *name)
+rp_rmtree(int dfd, const char *name)
 {
 	struct dirent *de;
 	struct stat st;
@@ -102,7 +102,7 @@ eg_rp_rmtree(int dfd, const char *name)
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (eg_rp_rmtree(dirfd(d), de->d_name) == -1)
+		if (rp_rmtree(dirfd(d), de->d_name) == -1)
 			rc = -1;
 	}
 	closedir(d);
@@ -113,7 +113,7 @@ eg_rp_rmtree(int dfd, const char *name)
 
 /* Read a whole (small) file; eg_malloc'd, NUL-terminated. */
 char *
-eg_rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp)
+rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp)
 {
 	char *buf = NULL, *nb;
 	size_t len = 0, cap = 0;
@@ -154,13 +154,13 @@ fail:
 }
 
 const char *
-eg_rp_getenv(const char *name)
+rp_getenv(const char *name)
 {
 	return getenv(name);
 }
 
 void
-eg_rp_uuid4(char out[37])
+rp_uuid4(char out[37])
 {
 	unsigned char b[16];
 	int fd, i, o = 0;
@@ -183,13 +183,13 @@ eg_rp_uuid4(char out[37])
 }
 
 void
-eg_rp_step_dirname(const struct rp_plan *p, size_t i, char *out, size_t len)
+rp_step_dirname(const struct rp_plan *p, size_t i, char *out, size_t len)
 {
 	snprintf(out, len, "%02zu-%s", i + 1, p->steps[i].name);
 }
 
 int
-eg_rp_has_module(const char *name)
+rp_has_module(const char *name)
 {
 	const char *const *m;
 
@@ -201,7 +201,7 @@ eg_rp_has_module(const char *name)
 
 /* Expand %n, %t, %% of the record template; -1 on another %. */
 int
-eg_rp_expand_record(const char *tmpl, const char *base, time_t t, char *out,
+rp_expand_record(const char *tmpl, const char *base, time_t t, char *out,
     size_t len)
 {
 	struct tm tm;
@@ -241,7 +241,7 @@ eg_rp_expand_record(const char *tmpl, const char *base, time_t t, char *out,
 /* The path the directory open at fd has now (readlink /proc/self/fd/N,
  * which follows renames); "(unknown)" when it cannot be read. */
 void
-eg_rp_fd_path(int fd, char *out, size_t len)
+rp_fd_path(int fd, char *out, size_t len)
 {
 	char link[64];
 	ssize_t n;
@@ -257,7 +257,7 @@ eg_rp_fd_path(int fd, char *out, size_t len)
 /* 1 when path (its last component not followed) no longer names the
  * directory open at dirfd: it was renamed, removed or replaced. */
 int
-eg_rp_dir_moved(int dirfd, const char *path)
+rp_dir_moved(int dirfd, const char *path)
 {
 	struct stat a, b;
 
@@ -304,7 +304,7 @@ lock_holder(int fd)
  * pid, 0 when unknown); -1: error (errno).
  */
 int
-eg_rp_lock(int dirfd, int *lockfd, long *holder)
+rp_lock(int dirfd, int *lockfd, long *holder)
 {
 	struct stat st;
 	int fd, e;
