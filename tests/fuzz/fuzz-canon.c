@@ -51,7 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    JSON_REJECT_DUPLICATES, NULL);
 	if (v == NULL)
 		return 0;
-	a = eg_rr_canon_dump(v, &alen);
+	a = rec_canon_dump(v, &alen);
 	if (a == NULL) {
 		if (!refusable(v, 0))
 			__builtin_trap();	/* refused a valid value */
@@ -64,7 +64,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    NULL);
 	if (w == NULL || !json_equal(v, w))
 		__builtin_trap();		/* not the same value */
-	b = eg_rr_canon_dump(w, &blen);
+	b = rec_canon_dump(w, &blen);
 	if (b == NULL || blen != alen || memcmp(a, b, alen) != 0)
 		__builtin_trap();		/* not a fixed point */
 	j = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);

@@ -118,7 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[0] = cmd;
 	argv[1] = dir;
 	argv[2] = NULL;
-	rc = rc_check_main(2, argv);
+	rc = rec_check_main(2, argv);
 	/* the FIFO is never listed as a regular file, so never all OK */
 	if (rc != 1)
 		__builtin_trap();

@@ -23,7 +23,7 @@ static char *
 dump(const json_t *v)
 {
 	size_t len = 0;
-	char *s = eg_rr_canon_dump(v, &len);
+	char *s = rec_canon_dump(v, &len);
 
 	if (s != NULL && strlen(s) != len) {
 		/* embedded NUL can only come from a bug: escapes hide them */

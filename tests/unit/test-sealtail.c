@@ -1,5 +1,5 @@
 /*
- * test-sealtail.c: eg_rr_audit_tail() (src/mod/record/seal.c), the line
+ * test-sealtail.c: rec_audit_tail() (src/mod/record/seal.c), the line
  * count and last chain value that "record seal" puts in record.json:
  * text and JSON lines, a last line without its newline, lines longer
  * than the tail it keeps, lines across its 64 KiB reads, and logs whose
@@ -19,7 +19,7 @@ static const char H1[] =
 static const char H2[] =
     "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
 
-/* Write buf to a temp file, run eg_rr_audit_tail on it. */
+/* Write buf to a temp file, run rec_audit_tail on it. */
 static int
 tail_of(const char *buf, size_t len, uint64_t *lines, char head[65])
 {
@@ -34,7 +34,7 @@ tail_of(const char *buf, size_t len, uint64_t *lines, char head[65])
 		close(fd);
 		return -1;
 	}
-	rc = eg_rr_audit_tail(fd, lines, head);
+	rc = rec_audit_tail(fd, lines, head);
 	close(fd);
 	return rc;
 }

@@ -224,7 +224,7 @@ cb_value(struct cbuf *b, const json_t *v, int depth)
 }
 
 char *
-eg_rr_canon_dump(const json_t *v, size_t *len)
+rec_canon_dump(const json_t *v, size_t *len)
 {
 	struct cbuf b = { NULL, 0, 0 };
 	int saved;

@@ -11,8 +11,8 @@
  * holds the two together), so the other JSON files of a record
  * directory are canonical too, final newline apart.
  */
-#ifndef RR_CANON_H
-#define RR_CANON_H
+#ifndef REC_CANON_H
+#define REC_CANON_H
 
 #include <stddef.h>
 
@@ -24,6 +24,6 @@
  * EINVAL (a real, a string or key that is not valid UTF-8, nesting deeper
  * than 64) or ENOMEM.
  */
-char	*eg_rr_canon_dump(const json_t *v, size_t *len);
+char	*rec_canon_dump(const json_t *v, size_t *len);
 
 #endif

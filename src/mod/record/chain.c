@@ -27,19 +27,19 @@
 
 #include "record.h"
 
-static const char zeros[RC_HEX_LEN + 1] =
+static const char zeros[REC_HEX_LEN + 1] =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
 struct chain_pos {
-	char		 head[RC_HEX_LEN + 1];	/* last line's chain value */
+	char		 head[REC_HEX_LEN + 1];	/* last line's chain value */
 	uint64_t	 lines;		/* of the current file */
 	uint64_t	 seq;		/* checkpoints in it */
 	uint64_t	 since;		/* other lines since the last one */
 };
 
-struct rc_chain {
+struct rec_chain {
 	char			 run[37];
-	char			 config[RC_HEX_LEN + 1];
+	char			 config[REC_HEX_LEN + 1];
 	unsigned		 ck_lines;
 	struct eg_key		*key;		/* NULL: chain only */
 	struct chain_pos	 cur, next;	/* committed, staged */
@@ -48,7 +48,7 @@ struct rc_chain {
 /* --- shared helpers ------------------------------------------------------ */
 
 const char *
-rc_line_chain(const char *p, size_t n, size_t *body, int *json)
+rec_line_chain(const char *p, size_t n, size_t *body, int *json)
 {
 	static const char tkey[] = " chain=", jkey[] = ",\"chain\":\"";
 	const size_t tl = sizeof(tkey) - 1, jl = sizeof(jkey) - 1;
@@ -58,19 +58,19 @@ rc_line_chain(const char *p, size_t n, size_t *body, int *json)
 
 	/* the two forms exclude each other: '}' is not a hex digit */
 	if ((j = n >= 2 && memcmp(p + n - 2, "\"}", 2) == 0)) {
-		if (n < RC_HEX_LEN + jl + 2 ||
-		    memcmp(p + n - RC_HEX_LEN - 2 - jl, jkey, jl) != 0)
+		if (n < REC_HEX_LEN + jl + 2 ||
+		    memcmp(p + n - REC_HEX_LEN - 2 - jl, jkey, jl) != 0)
 			return NULL;
-		h = p + n - RC_HEX_LEN - 2;
-		b = n - RC_HEX_LEN - 2 - jl;
+		h = p + n - REC_HEX_LEN - 2;
+		b = n - REC_HEX_LEN - 2 - jl;
 	} else {
-		if (n < RC_HEX_LEN + tl ||
-		    memcmp(p + n - RC_HEX_LEN - tl, tkey, tl) != 0)
+		if (n < REC_HEX_LEN + tl ||
+		    memcmp(p + n - REC_HEX_LEN - tl, tkey, tl) != 0)
 			return NULL;
-		h = p + n - RC_HEX_LEN;
-		b = n - RC_HEX_LEN - tl;
+		h = p + n - REC_HEX_LEN;
+		b = n - REC_HEX_LEN - tl;
 	}
-	for (i = 0; i < RC_HEX_LEN; i++)
+	for (i = 0; i < REC_HEX_LEN; i++)
 		if (!((h[i] >= '0' && h[i] <= '9') ||
 		    (h[i] >= 'a' && h[i] <= 'f')))
 			return NULL;
@@ -82,7 +82,7 @@ rc_line_chain(const char *p, size_t n, size_t *body, int *json)
 }
 
 void
-rc_hex(const unsigned char *in, size_t n, char *out)
+rec_hex(const unsigned char *in, size_t n, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
@@ -95,21 +95,21 @@ rc_hex(const unsigned char *in, size_t n, char *out)
 }
 
 void
-rc_chain_hash(const char *prev, const char *buf, size_t len,
-    char out[RC_HEX_LEN + 1])
+rec_chain_hash(const char *prev, const char *buf, size_t len,
+    char out[REC_HEX_LEN + 1])
 {
 	struct eg_sha256 c;
 	unsigned char d[EG_SHA256_LEN];
 
 	eg_sha256_init(&c);
-	eg_sha256_update(&c, prev, RC_HEX_LEN);
+	eg_sha256_update(&c, prev, REC_HEX_LEN);
 	eg_sha256_update(&c, buf, len);
 	eg_sha256_final(&c, d);
-	rc_hex(d, sizeof(d), out);
+	rec_hex(d, sizeof(d), out);
 }
 
 void
-rc_ts(int64_t ms, char out[32])
+rec_ts(int64_t ms, char out[32])
 {
 	time_t t;
 	struct tm tm;
@@ -124,7 +124,7 @@ rc_ts(int64_t ms, char out[32])
 }
 
 size_t
-rc_ck_message(char *buf, size_t cap, const char *run, size_t runlen,
+rec_ck_message(char *buf, size_t cap, const char *run, size_t runlen,
     uint64_t seq, uint64_t lines, const char *head)
 {
 	int n;
@@ -140,7 +140,7 @@ rc_ck_message(char *buf, size_t cap, const char *run, size_t runlen,
 static void *
 chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 {
-	struct rc_chain *c;
+	struct rec_chain *c;
 	unsigned char d[32];
 
 	if ((c = eg_calloc(1, sizeof(*c))) == NULL) {
@@ -149,7 +149,7 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 	}
 	snprintf(c->run, sizeof(c->run), "%s", p->run);
 	eg_sha256(p->config, p->config_len, d);
-	rc_hex(d, sizeof(d), c->config);
+	rec_hex(d, sizeof(d), c->config);
 	c->ck_lines = p->checkpoint_lines;
 	memcpy(c->cur.head, zeros, sizeof(zeros));
 	if (p->key != NULL &&
@@ -164,7 +164,7 @@ chain_new(const struct eg_chain_params *p, char *err, size_t errlen)
 static void
 chain_free(void *st)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 
 	if (c == NULL)
 		return;
@@ -175,7 +175,7 @@ chain_free(void *st)
 static int
 keyed(void *st)
 {
-	return ((struct rc_chain *)st)->key != NULL;
+	return ((struct rec_chain *)st)->key != NULL;
 }
 
 /*
@@ -188,7 +188,7 @@ static size_t
 chain_one(struct chain_pos *pos, int json, char *buf, size_t len,
     size_t cap)
 {
-	char h[RC_HEX_LEN + 1];
+	char h[REC_HEX_LEN + 1];
 	size_t body;
 	int n;
 
@@ -196,9 +196,9 @@ chain_one(struct chain_pos *pos, int json, char *buf, size_t len,
 	    (json && buf[len - 2] != '}'))
 		return 0;
 	body = len - (json ? 2 : 1);
-	if (cap - body < RC_HEX_LEN + 16)
+	if (cap - body < REC_HEX_LEN + 16)
 		return 0;
-	rc_chain_hash(pos->head, buf, body, h);
+	rec_chain_hash(pos->head, buf, body, h);
 	n = snprintf(buf + body, cap - body, json ? ",\"chain\":\"%s\"}\n" :
 	    " chain=%s\n", h);
 	memcpy(pos->head, h, sizeof(h));
@@ -208,14 +208,14 @@ chain_one(struct chain_pos *pos, int json, char *buf, size_t len,
 
 /* Sign the checkpoint after pos; base64 in b64.  0 or -1. */
 static int
-sign(struct rc_chain *c, const struct chain_pos *pos, uint64_t seq,
+sign(struct rec_chain *c, const struct chain_pos *pos, uint64_t seq,
     char *b64, size_t cap)
 {
 	char msg[256];
 	unsigned char hash[EG_SHA256_LEN], sig[EG_SIG_MAX];
 	size_t mlen, slen = 0;
 
-	mlen = rc_ck_message(msg, sizeof(msg), c->run, strlen(c->run), seq,
+	mlen = rec_ck_message(msg, sizeof(msg), c->run, strlen(c->run), seq,
 	    pos->lines, pos->head);
 	if (mlen == 0)
 		return -1;
@@ -227,16 +227,16 @@ sign(struct rc_chain *c, const struct chain_pos *pos, uint64_t seq,
 
 /* A CHECKPOINT line after pos, chained, at buf (cap); its length. */
 static size_t
-checkpoint_at(struct rc_chain *c, struct chain_pos *pos, int json,
+checkpoint_at(struct rec_chain *c, struct chain_pos *pos, int json,
     int64_t ts_ms, char *buf, size_t cap)
 {
-	char ts[32], b64[RC_B64_MAX];
+	char ts[32], b64[REC_B64_MAX];
 	uint64_t seq = pos->seq + 1;
 	int n;
 
 	if (sign(c, pos, seq, b64, sizeof(b64)) == -1)
 		return 0;
-	rc_ts(ts_ms, ts);
+	rec_ts(ts_ms, ts);
 	if (json)
 		n = snprintf(buf, cap, "{\"ts\":\"%s\",\"event\":\"CHECKPOINT\","
 		    "\"seq\":%llu,\"lines\":%llu,\"head\":\"%s\",\"sig\":"
@@ -256,7 +256,7 @@ checkpoint_at(struct rc_chain *c, struct chain_pos *pos, int json,
 /* Every checkpoint_lines other lines: the CHECKPOINT after buf[0..n),
  * in the same buffer (the same write).  The new length. */
 static size_t
-due(struct rc_chain *c, int json, int64_t ts_ms, char *buf, size_t n,
+due(struct rec_chain *c, int json, int64_t ts_ms, char *buf, size_t n,
     size_t cap)
 {
 	size_t k;
@@ -273,13 +273,13 @@ static size_t
 start(void *st, int json, int64_t ts_ms, const char *prev, char *buf,
     size_t cap)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 	char ts[32];
 	int n;
 
 	c->next = c->cur;
 	memcpy(c->next.head, zeros, sizeof(zeros));
-	rc_ts(ts_ms, ts);
+	rec_ts(ts_ms, ts);
 	if (json)
 		n = snprintf(buf, cap, "{\"ts\":\"%s\",\"event\":\"START\","
 		    "\"run\":\"%s\",\"config\":\"%s\",\"prev\":\"%s\"}\n", ts,
@@ -298,7 +298,7 @@ start(void *st, int json, int64_t ts_ms, const char *prev, char *buf,
 static size_t
 line(void *st, int json, int64_t ts_ms, char *buf, size_t len, size_t cap)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 	size_t n;
 
 	c->next = c->cur;
@@ -311,7 +311,7 @@ line(void *st, int json, int64_t ts_ms, char *buf, size_t len, size_t cap)
 static size_t
 checkpoint(void *st, int json, int64_t ts_ms, char *buf, size_t cap)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 
 	c->next = c->cur;
 	if (c->key == NULL || c->next.since == 0)
@@ -322,7 +322,7 @@ checkpoint(void *st, int json, int64_t ts_ms, char *buf, size_t cap)
 static void
 commit(void *st, int ok)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 
 	if (ok)
 		c->cur = c->next;
@@ -333,16 +333,16 @@ commit(void *st, int ok)
 static void
 head(void *st, char out[65], uint64_t *lines)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 
-	memcpy(out, c->cur.head, RC_HEX_LEN + 1);
+	memcpy(out, c->cur.head, REC_HEX_LEN + 1);
 	*lines = c->cur.lines;
 }
 
 static void
 new_file(void *st)
 {
-	struct rc_chain *c = st;
+	struct rec_chain *c = st;
 
 	c->cur.lines = c->cur.seq = c->cur.since = 0;
 	c->next = c->cur;
@@ -355,14 +355,14 @@ line_head(const char *l, size_t len, char out[65])
 	const char *h;
 
 	if (len == 0 || l[len - 1] != '\n' ||
-	    (h = rc_line_chain(l, len - 1, NULL, NULL)) == NULL)
+	    (h = rec_line_chain(l, len - 1, NULL, NULL)) == NULL)
 		return -1;
-	memcpy(out, h, RC_HEX_LEN);
-	out[RC_HEX_LEN] = '\0';
+	memcpy(out, h, REC_HEX_LEN);
+	out[REC_HEX_LEN] = '\0';
 	return 0;
 }
 
-const struct eg_audit_ops rc_audit_ops = {
+const struct eg_audit_ops rec_audit_ops = {
 	.chain_new	= chain_new,
 	.chain_free	= chain_free,
 	.keyed		= keyed,

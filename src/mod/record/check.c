@@ -20,7 +20,7 @@
  *                    or a directory holding one; anything else (added,
  *                    a FIFO, a symlink, a device) is a FAIL, never opened
  *   audit.log        the chain (and checkpoint signatures with PUB) as
- *                    "egressd audit verify" does (rv_verify_fds); with
+ *                    "egressd audit verify" does (rec_verify_fds); with
  *                    PUB its last line must be a verified CHECKPOINT;
  *                    then its line count, last chain value and run id
  *                    against the record
@@ -65,14 +65,14 @@ static const char check_usage[] =
 "usage: egressd record check [--pubkey PUB] DIR\n";
 
 /* FAIL lines of the coverage check at most (then a count). */
-#define RC_COVER_MAX	20
+#define REC_COVER_MAX	20
 
 static const char closing[] =
 "This proves the record is intact and consistent; it cannot prove that the "
 "commands ran.\n";
 
 /* Longest audit line looked at for decisions (longer ones: a FAIL). */
-#define RC_LINE_MAX	(64u << 10)
+#define REC_CHECK_LINE_MAX	(64u << 10)
 
 struct rc {
 	const char	*dir;
@@ -113,7 +113,7 @@ jstr(const json_t *o, const char *key)
 
 /* --- record.json -------------------------------------------------------- */
 
-/* A relative path of at most RR_PATH_MAX bytes, no empty, "." or ".."
+/* A relative path of at most REC_PATH_MAX bytes, no empty, "." or ".."
  * component. */
 static int
 path_ok(const char *p)
@@ -121,7 +121,7 @@ path_ok(const char *p)
 	const char *q;
 	size_t n;
 
-	if (p == NULL || *p == '\0' || *p == '/' || strlen(p) >= RR_PATH_MAX)
+	if (p == NULL || *p == '\0' || *p == '/' || strlen(p) >= REC_PATH_MAX)
 		return 0;
 	for (; *p != '\0'; p = *q != '\0' ? q + 1 : q) {
 		q = strchr(p, '/');
@@ -152,7 +152,7 @@ files_ok(const json_t *files)
 		e = json_array_get(files, i);
 		p = jstr(e, "path");
 		h = jstr(e, "sha256");
-		if (!path_ok(p) || h == NULL || strlen(h) != RC_HEX_LEN ||
+		if (!path_ok(p) || h == NULL || strlen(h) != REC_HEX_LEN ||
 		    !json_is_integer(json_object_get(e, "size")) ||
 		    json_integer_value(json_object_get(e, "size")) < 0)
 			return 0;
@@ -174,10 +174,10 @@ check_record(struct rc *c)
 
 	mode_t type;
 
-	buf = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX, &len,
+	buf = rec_read_file(c->dirfd, "record.json", REC_JSON_MAX, &len,
 	    &type);
 	if (buf == NULL) {
-		report(c, 0, "record.json", "%s", eg_rr_open_error(errno,
+		report(c, 0, "record.json", "%s", rec_open_error(errno,
 		    type));
 		return -1;
 	}
@@ -187,7 +187,7 @@ check_record(struct rc *c)
 		eg_free(buf);
 		return -1;
 	}
-	canon = eg_rr_canon_dump(c->rec, &clen);
+	canon = rec_canon_dump(c->rec, &clen);
 	run = json_object_get(c->rec, "run");
 	audit = json_object_get(c->rec, "audit");
 	steps = json_object_get(c->rec, "steps");
@@ -267,9 +267,9 @@ check_sig(struct rc *c)
 		report(c, 0, "record.sig", "%s", msg);
 		return;
 	}
-	if ((b64 = eg_rr_read_file(c->dirfd, "record.sig", 4096, &b64len,
+	if ((b64 = rec_read_file(c->dirfd, "record.sig", 4096, &b64len,
 	    &type)) == NULL) {
-		report(c, 0, "record.sig", "%s", eg_rr_open_error(errno, type));
+		report(c, 0, "record.sig", "%s", rec_open_error(errno, type));
 		goto out;
 	}
 	for (i = j = 0; i < b64len; i++)	/* drop the newline(s) */
@@ -279,7 +279,7 @@ check_sig(struct rc *c)
 		report(c, 0, "record.sig", "not base64");
 		goto out;
 	}
-	if ((rec = eg_rr_read_file(c->dirfd, "record.json", RR_JSON_MAX,
+	if ((rec = rec_read_file(c->dirfd, "record.json", REC_JSON_MAX,
 	    &reclen, NULL)) == NULL) {
 		report(c, 0, "record.sig", "record.json: %s", strerror(errno));
 		goto out;
@@ -309,8 +309,8 @@ check_digest(struct rc *c, const char *name, const char *key)
 	mode_t type;
 	int fd;
 
-	if ((fd = eg_rr_open_reg(c->dirfd, name, &type)) == -1) {
-		report(c, 0, name, "%s", eg_rr_open_error(errno, type));
+	if ((fd = rec_open_reg(c->dirfd, name, &type)) == -1) {
+		report(c, 0, name, "%s", rec_open_error(errno, type));
 		return;
 	}
 	if (mc_sha256_fd(fd, got, &size) == -1)
@@ -332,7 +332,7 @@ check_run(struct rc *c)
 	json_t *run;
 	size_t i;
 
-	if ((run = eg_rr_load_json(c->dirfd, "run.json", err, sizeof(err))) ==
+	if ((run = rec_load_json(c->dirfd, "run.json", err, sizeof(err))) ==
 	    NULL) {
 		report(c, 0, "run.json", "%s", err);
 		return;
@@ -381,7 +381,7 @@ clear_mismatch(const json_t *s)
 	size_t len;
 
 	if (cmd != NULL) {
-		if ((buf = eg_rr_canon_dump(cmd, &len)) == NULL)
+		if ((buf = rec_canon_dump(cmd, &len)) == NULL)
 			return "its command cannot be written canonically";
 		mc_sha256_hex(buf, len, hex);
 		eg_free(buf);
@@ -412,14 +412,14 @@ check_receipt(struct rc *c, const json_t *s)
 
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/receipt.json", dir);
-	if ((rec = eg_rr_load_json(c->dirfd, path, err, sizeof(err))) == NULL) {
+	if ((rec = rec_load_json(c->dirfd, path, err, sizeof(err))) == NULL) {
 		/* err is "PATH: reason"; the line already names PATH */
 		report(c, 0, path, "%s", strncmp(err, path, strlen(path)) ==
 		    0 && err[strlen(path)] == ':' ? err + strlen(path) + 2 :
 		    err);
 		return;
 	}
-	f = eg_rr_receipt_filter(rec, public);
+	f = rec_receipt_filter(rec, public);
 	want = json_deep_copy(s);
 	json_object_del(want, "manifest");
 	json_object_del(want, "files");
@@ -443,7 +443,7 @@ check_entry(struct rc *c, const char *dir, const json_t *e, int manifest,
 {
 	const char *whose = manifest ? "manifest" : "record";
 	const char *p = jstr(e, "path"), *want = jstr(e, "sha256");
-	char path[RR_PATH_MAX + 400], got[65];
+	char path[REC_PATH_MAX + 400], got[65];
 	uint64_t size = 0;
 	mode_t type;
 	int fd;
@@ -456,8 +456,8 @@ check_entry(struct rc *c, const char *dir, const json_t *e, int manifest,
 	}
 	snprintf(path, sizeof(path), "%s%s%s", dir != NULL ? dir : "",
 	    dir != NULL ? "/" : "", p);
-	if ((fd = eg_rr_open_reg(c->dirfd, path, &type)) == -1) {
-		snprintf(why, cap, "%s: %s", p, eg_rr_open_error(errno, type));
+	if ((fd = rec_open_reg(c->dirfd, path, &type)) == -1) {
+		snprintf(why, cap, "%s: %s", p, rec_open_error(errno, type));
 		return why;
 	}
 	if (mc_sha256_fd(fd, got, &size) == -1)
@@ -485,7 +485,7 @@ check_files(struct rc *c, const json_t *s)
 
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	disk = eg_rr_load_json(c->dirfd, path, err, sizeof(err));
+	disk = rec_load_json(c->dirfd, path, err, sizeof(err));
 	if (disk == NULL && errno == ENOENT && json_array_size(man) == 0 &&
 	    strcmp(jstr(s, "state") ? jstr(s, "state") : "", "skipped") == 0) {
 		report(c, 1, dir, "skipped, nothing captured");
@@ -495,7 +495,7 @@ check_files(struct rc *c, const json_t *s)
 		report(c, 0, dir, "%s", err);
 		return;
 	}
-	f = eg_rr_manifest_filter(disk);
+	f = rec_manifest_filter(disk);
 	json_decref(disk);
 	if (f == NULL || !json_equal(f, man)) {
 		json_decref(f);
@@ -519,7 +519,7 @@ static void
 check_listed(struct rc *c, const json_t *files, const char *dir,
     const char *what)
 {
-	char why[RR_PATH_MAX + 400];
+	char why[REC_PATH_MAX + 400];
 	size_t i;
 
 	for (i = 0; i < json_array_size(files); i++)
@@ -626,7 +626,7 @@ listed_has(const struct rc *c, const char *path, int prefix)
 static void
 uncovered(struct rc *c, const char *fmt, const char *path, const char *what)
 {
-	if (++c->uncovered <= RC_COVER_MAX)
+	if (++c->uncovered <= REC_COVER_MAX)
 		report(c, 0, "coverage", fmt, path, what);
 	else
 		c->failed = 1;
@@ -645,20 +645,20 @@ cover_fn(const char *path, const struct stat *st, int err, void *arg)
 		if (strcmp(path, "steps") == 0 || listed_has(c, path, 1))
 			return 1;
 		uncovered(c, "%s: %s that the record does not list", path,
-		    strcmp(path, RR_PRIV) == 0 ? "the supervisor's private "
+		    strcmp(path, REC_PRIV) == 0 ? "the supervisor's private "
 		    "folder (the run did not end), a directory" :
 		    "a directory");
 		return 0;
 	}
 	if (!S_ISREG(st->st_mode)) {
 		uncovered(c, "%s: %s, not a regular file (not opened)", path,
-		    eg_rr_ftype(st->st_mode));
+		    rec_ftype(st->st_mode));
 		return 0;
 	}
 	if (listed_has(c, path, 0) || strcmp(path, "record.json") == 0 ||
 	    strcmp(path, "record.sig") == 0)
 		return 0;
-	if (strcmp(path, RR_LOCK) == 0) {
+	if (strcmp(path, REC_LOCK) == 0) {
 		if (st->st_size != 0)
 			uncovered(c, "%s: %s", path, "the supervisor's lock "
 			    "file is not empty");
@@ -675,13 +675,13 @@ check_coverage(struct rc *c)
 		report(c, 0, "coverage", "out of memory");
 		return;
 	}
-	if (eg_rr_walk(c->dirfd, cover_fn, c) == -1) {
+	if (rec_walk(c->dirfd, cover_fn, c) == -1) {
 		report(c, 0, "coverage", "%s: the walk failed", c->dir);
 		return;
 	}
-	if (c->uncovered > RC_COVER_MAX)
+	if (c->uncovered > REC_COVER_MAX)
 		report(c, 0, "coverage", "%zu more entries that the record "
-		    "does not cover", c->uncovered - RC_COVER_MAX);
+		    "does not cover", c->uncovered - REC_COVER_MAX);
 	else if (c->uncovered == 0)
 		report(c, 1, "coverage", "every file of the directory is in the "
 		    "record (%zu listed)", c->nlisted);
@@ -694,21 +694,21 @@ check_audit(struct rc *c)
 {
 	const json_t *audit = json_object_get(c->rec, "audit");
 	const char *file = jstr(audit, "file"), *paths[1];
-	struct rv_result r;
-	char path[RR_PATH_MAX + 400], err[512];
+	struct rec_result r;
+	char path[REC_PATH_MAX + 400], err[512];
 	mode_t type;
 	int fd, rc;
 
 	/* the file named by the record, but only under DIR */
-	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
-		report(c, 0, file, "%s", eg_rr_open_error(errno, type));
+	if ((fd = rec_open_reg(c->dirfd, file, &type)) == -1) {
+		report(c, 0, file, "%s", rec_open_error(errno, type));
 		report(c, 0, "audit head", "no audit log");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/%s", c->dir, file);
 	paths[0] = path;
 	memset(&r, 0, sizeof(r));
-	rc = rv_verify_fds(&fd, paths, 1, c->pubkey, &r, err, sizeof(err));
+	rc = rec_verify_fds(&fd, paths, 1, c->pubkey, &r, err, sizeof(err));
 	close(fd);
 	if (rc == -1) {
 		report(c, 0, file, "%s", err);
@@ -762,15 +762,15 @@ check_audit_config(struct rc *c)
 	struct egress_audit_line l;
 	const char *file = jstr(json_object_get(c->rec, "audit"), "file");
 	const char *want = jstr(c->rec, "config_sha256"), *v;
-	char buf[RV_LINE_MAX + 1];
+	char buf[REC_LINE_MAX + 1];
 	size_t n = 0, vlen = 0;
 	ssize_t r;
 	mode_t type;
 	int fd;
 
-	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
+	if ((fd = rec_open_reg(c->dirfd, file, &type)) == -1) {
 		report(c, 0, "audit config", "%s: %s", file,
-		    eg_rr_open_error(errno, type));
+		    rec_open_error(errno, type));
 		return;
 	}
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) !=
@@ -837,7 +837,7 @@ check_order(struct rc *c)
 		    "record", c->ndirs, n);
 		return;
 	}
-	run = eg_rr_load_json(c->dirfd, "run.json", err, sizeof(err));
+	run = rec_load_json(c->dirfd, "run.json", err, sizeof(err));
 	if (run != NULL && json_is_integer(json_object_get(run, "steps")) &&
 	    json_integer_value(json_object_get(run, "steps")) !=
 	    (json_int_t)n) {
@@ -976,13 +976,13 @@ check_decisions(struct rc *c)
 	int fd, bad = 0, too_long = 0;
 
 	why[0] = '\0';
-	if ((fd = eg_rr_open_reg(c->dirfd, file, &type)) == -1) {
+	if ((fd = rec_open_reg(c->dirfd, file, &type)) == -1) {
 		report(c, 0, "decisions", "%s: %s", file,
-		    eg_rr_open_error(errno, type));
+		    rec_open_error(errno, type));
 		return;
 	}
 	cnt = eg_calloc(n ? n : 1, sizeof(*cnt));
-	line = eg_malloc(RC_LINE_MAX);
+	line = eg_malloc(REC_CHECK_LINE_MAX);
 	if (cnt == NULL || line == NULL) {
 		report(c, 0, "decisions", "out of memory");
 		goto out;
@@ -1002,7 +1002,7 @@ check_decisions(struct rc *c)
 			if (i < (size_t)r && buf[i] != '\n')
 				continue;
 			k = i - start;
-			if (len + k > RC_LINE_MAX)
+			if (len + k > REC_CHECK_LINE_MAX)
 				too_long = 1;
 			else if (!too_long) {
 				memcpy(line + len, buf + start, k);
@@ -1016,7 +1016,8 @@ check_decisions(struct rc *c)
 			if (too_long) {
 				snprintf(why, sizeof(why), "%s:%llu: a line "
 				    "longer than %u bytes", file,
-				    (unsigned long long)lines, RC_LINE_MAX);
+				    (unsigned long long)lines,
+				    REC_CHECK_LINE_MAX);
 				bad = 1;
 			} else if (count_line(steps, line, len, cnt, lwhy,
 			    sizeof(lwhy)) == -1) {
@@ -1063,7 +1064,7 @@ out:
 /* --- main --------------------------------------------------------------- */
 
 static int
-eg_rr_check(const char *dir, const char *pubkey)
+rec_check(const char *dir, const char *pubkey)
 {
 	struct rc c;
 	const json_t *steps;
@@ -1074,7 +1075,7 @@ eg_rr_check(const char *dir, const char *pubkey)
 	c.dir = dir;
 	c.pubkey = pubkey;
 	/* DIR once, not following a symlink; everything through it */
-	if ((c.dirfd = eg_rr_open_dir(dir)) == -1) {
+	if ((c.dirfd = rec_open_dir(dir)) == -1) {
 		report(&c, 0, "record.json", "%s: %s", dir, errno == ELOOP ?
 		    "a symbolic link (not followed: give the record directory "
 		    "itself)" : strerror(errno));
@@ -1087,7 +1088,7 @@ eg_rr_check(const char *dir, const char *pubkey)
 	check_digest(&c, "config.ini", "config_sha256");
 	check_listed(&c, json_object_get(c.rec, "files"), NULL, "files");
 	check_run(&c);
-	c.dirs = eg_rr_step_dirs(c.dirfd, &c.ndirs);
+	c.dirs = rec_step_dirs(c.dirfd, &c.ndirs);
 	if (c.dirs == NULL && c.ndirs == (size_t)-1) {
 		report(&c, 0, "steps", "%s", strerror(errno));
 		c.ndirs = 0;
@@ -1111,8 +1112,8 @@ eg_rr_check(const char *dir, const char *pubkey)
 out:
 	fputs(closing, stdout);
 	fflush(stdout);
-	eg_rr_strv_free(c.dirs, c.ndirs);
-	eg_rr_strv_free(c.listed, c.nlisted);
+	rec_strv_free(c.dirs, c.ndirs);
+	rec_strv_free(c.listed, c.nlisted);
 	json_decref(c.rec);
 	if (c.dirfd != -1)
 		close(c.dirfd);
@@ -1120,13 +1121,13 @@ out:
 }
 
 int
-rc_check_main(int argc, char *argv[])
+rec_check_main(int argc, char *argv[])
 {
 	static const char *const names[] = { "pubkey", NULL };
 	const char *pubkey = NULL;
 	int i;
 
-	i = eg_rr_opts(argc, argv, "check", names, &pubkey);
+	i = rec_opts(argc, argv, "check", names, &pubkey);
 	if (i == -2) {
 		fputs(check_usage, stdout);
 		return 0;
@@ -1135,5 +1136,5 @@ rc_check_main(int argc, char *argv[])
 		fputs(check_usage, stderr);
 		return 2;
 	}
-	return eg_rr_check(argv[i], pubkey);
+	return rec_check(argv[i], pubkey);
 }

@@ -48,7 +48,7 @@ fail:
 }
 
 int
-rc_keygen_main(int argc, char *argv[])
+rec_keygen_main(int argc, char *argv[])
 {
 	struct eg_key *pk = NULL;
 	char priv[1024], pub[512];

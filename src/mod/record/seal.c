@@ -5,7 +5,7 @@
  * and writes DIR/record.json, the canonical run record, and with a key
  * DIR/record.sig, the base64 of the DER ECDSA P-256/SHA-256 signature of
  * record.json's bytes.  Privacy: the receipts pass through
- * eg_rr_receipt_filter() (commands and environment values only as sha256
+ * rec_receipt_filter() (commands and environment values only as sha256
  * unless the run is public; secrets never, not even hashed).  Usable on
  * its own (after a --resume, or to re-sign with another key); replay
  * calls it at the end of every run through egress_module_main().
@@ -40,7 +40,7 @@ static const char seal_usage[] =
 /* --- shared helpers ----------------------------------------------------- */
 
 const char *
-eg_rr_ftype(mode_t m)
+rec_ftype(mode_t m)
 {
 	if (S_ISREG(m))
 		return "a regular file";
@@ -58,7 +58,7 @@ eg_rr_ftype(mode_t m)
 }
 
 int
-eg_rr_open_reg(int dirfd, const char *path, mode_t *type)
+rec_open_reg(int dirfd, const char *path, mode_t *type)
 {
 	struct stat s1, s2;
 	int pfd, fd, saved;
@@ -95,7 +95,7 @@ eg_rr_open_reg(int dirfd, const char *path, mode_t *type)
 }
 
 const char *
-eg_rr_open_error(int err, mode_t type)
+rec_open_error(int err, mode_t type)
 {
 	if (err == EINVAL && S_ISFIFO(type))
 		return "a FIFO, not a regular file (not opened)";
@@ -113,7 +113,7 @@ eg_rr_open_error(int err, mode_t type)
 }
 
 char *
-eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len,
+rec_read_file(int dirfd, const char *path, size_t max, size_t *len,
     mode_t *type)
 {
 	char *buf = NULL, *nb;
@@ -121,7 +121,7 @@ eg_rr_read_file(int dirfd, const char *path, size_t max, size_t *len,
 	ssize_t r;
 	int fd, saved;
 
-	if ((fd = eg_rr_open_reg(dirfd, path, type)) == -1)
+	if ((fd = rec_open_reg(dirfd, path, type)) == -1)
 		return NULL;
 	/* read until EOF, at most max + 1 bytes (one more is "too big") */
 	for (;;) {
@@ -166,7 +166,7 @@ fail:
 }
 
 json_t *
-eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
+rec_load_json(int dirfd, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *v;
@@ -174,9 +174,9 @@ eg_rr_load_json(int dirfd, const char *path, char *err, size_t errlen)
 	size_t len;
 	mode_t type;
 
-	if ((buf = eg_rr_read_file(dirfd, path, RR_JSON_MAX, &len, &type)) ==
+	if ((buf = rec_read_file(dirfd, path, REC_JSON_MAX, &len, &type)) ==
 	    NULL) {
-		snprintf(err, errlen, "%s: %s", path, eg_rr_open_error(errno,
+		snprintf(err, errlen, "%s: %s", path, rec_open_error(errno,
 		    type));
 		return NULL;
 	}
@@ -231,7 +231,7 @@ env_filter(const json_t *env, const json_t *secrets)
 }
 
 json_t *
-eg_rr_receipt_filter(const json_t *receipt, int public)
+rec_receipt_filter(const json_t *receipt, int public)
 {
 	const json_t *secrets = json_object_get(receipt, "secrets");
 	json_t *out, *v;
@@ -262,7 +262,7 @@ eg_rr_receipt_filter(const json_t *receipt, int public)
 }
 
 json_t *
-eg_rr_manifest_filter(const json_t *manifest)
+rec_manifest_filter(const json_t *manifest)
 {
 	static const char *const keys[] = { "path", "size", "sha256", NULL };
 	json_t *out, *e, *o, *v;
@@ -293,14 +293,14 @@ line_head(const char *line, size_t n, char head[65])
 	head[0] = '\0';
 	while (n > 0 && line[n - 1] == '\r')
 		n--;
-	if ((h = rc_line_chain(line, n, NULL, NULL)) != NULL) {
-		memcpy(head, h, RC_HEX_LEN);
-		head[RC_HEX_LEN] = '\0';
+	if ((h = rec_line_chain(line, n, NULL, NULL)) != NULL) {
+		memcpy(head, h, REC_HEX_LEN);
+		head[REC_HEX_LEN] = '\0';
 	}
 }
 
 int
-eg_rr_audit_tail(int fd, uint64_t *lines, char head[65])
+rec_audit_tail(int fd, uint64_t *lines, char head[65])
 {
 	/* the last line is kept up to this many bytes (a chain value sits
 	 * in its last 80 bytes, so a longer line keeps only its tail) */
@@ -365,7 +365,7 @@ strp_cmp(const void *a, const void *b)
 }
 
 void
-eg_rr_strv_free(char **v, size_t n)
+rec_strv_free(char **v, size_t n)
 {
 	size_t i;
 
@@ -377,7 +377,7 @@ eg_rr_strv_free(char **v, size_t n)
 static char	**dir_names(int, size_t *);
 
 char **
-eg_rr_step_dirs(int dirfd, size_t *np)
+rec_step_dirs(int dirfd, size_t *np)
 {
 	char **v;
 	size_t n, i, k;
@@ -444,8 +444,8 @@ file_sha256(int dirfd, const char *name, char out[65], uint64_t *size,
 	mode_t type;
 	int fd, rc = -1;
 
-	if ((fd = eg_rr_open_reg(dirfd, name, &type)) == -1) {
-		snprintf(err, errlen, "%s: %s", name, eg_rr_open_error(errno,
+	if ((fd = rec_open_reg(dirfd, name, &type)) == -1) {
+		snprintf(err, errlen, "%s: %s", name, rec_open_error(errno,
 		    type));
 		return -1;
 	}
@@ -463,9 +463,9 @@ file_sha256(int dirfd, const char *name, char out[65], uint64_t *size,
 #define WALK_DEPTH	256
 
 struct walk {
-	eg_rr_walk_fn	 fn;
+	rec_walk_fn	 fn;
 	void		*arg;
-	char		 path[RR_PATH_MAX];
+	char		 path[REC_PATH_MAX];
 };
 
 /* The entries of the directory fd (closed here), sorted; *n of them. */
@@ -510,7 +510,7 @@ dir_names(int fd, size_t *np)
 	return v;
 fail:
 	saved = errno;
-	eg_rr_strv_free(v, n);
+	rec_strv_free(v, n);
 	closedir(d);
 	errno = saved;
 	return NULL;
@@ -565,12 +565,12 @@ walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 		}
 		w->path[plen] = '\0';
 	}
-	eg_rr_strv_free(names, n);
+	rec_strv_free(names, n);
 	return rc;
 }
 
 int
-eg_rr_walk(int dirfd, eg_rr_walk_fn fn, void *arg)
+rec_walk(int dirfd, rec_walk_fn fn, void *arg)
 {
 	struct walk w;
 
@@ -630,15 +630,15 @@ seal_walk_fn(const char *path, const struct stat *st, int err, void *arg)
 	/* the record itself and the supervisor's lock and private folder
 	 * (gone once every step is final) are not listed */
 	if (strcmp(path, "record.json") == 0 ||
-	    strcmp(path, "record.sig") == 0 || strcmp(path, RR_PRIV) == 0 ||
-	    (strcmp(path, RR_LOCK) == 0 && S_ISREG(st->st_mode)))
+	    strcmp(path, "record.sig") == 0 || strcmp(path, REC_PRIV) == 0 ||
+	    (strcmp(path, REC_LOCK) == 0 && S_ISREG(st->st_mode)))
 		return 0;
 	if (S_ISDIR(st->st_mode))
 		return 1;
 	if (!S_ISREG(st->st_mode)) {
 		snprintf(w->err, w->errlen, "%s: %s: a record directory holds "
 		    "only regular files and directories", path,
-		    eg_rr_ftype(st->st_mode));
+		    rec_ftype(st->st_mode));
 		return -1;
 	}
 	rel = path;
@@ -732,7 +732,7 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 	json_t *steps, *rec, *man, *st;
 	size_t n, i;
 
-	names = eg_rr_step_dirs(dirfd, &n);
+	names = rec_step_dirs(dirfd, &n);
 	if (names == NULL && n == (size_t)-1) {
 		snprintf(err, errlen, "steps: %s", strerror(errno));
 		return NULL;
@@ -742,18 +742,18 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "steps/%s/receipt.json",
 		    names[i]);
-		if ((rec = eg_rr_load_json(dirfd, path, err, errlen)) == NULL)
+		if ((rec = rec_load_json(dirfd, path, err, errlen)) == NULL)
 			goto fail;
 		if (!json_is_object(rec)) {
 			json_decref(rec);
 			snprintf(err, errlen, "%s: not an object", path);
 			goto fail;
 		}
-		st = eg_rr_receipt_filter(rec, public);
+		st = rec_receipt_filter(rec, public);
 		json_decref(rec);
 		snprintf(path, sizeof(path), "steps/%s/manifest.json",
 		    names[i]);
-		man = eg_rr_load_json(dirfd, path, err, errlen);
+		man = rec_load_json(dirfd, path, err, errlen);
 		if (man == NULL && errno == ENOENT &&
 		    strcmp(json_string_value(json_object_get(st, "state")) ?
 		    json_string_value(json_object_get(st, "state")) : "",
@@ -768,14 +768,14 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 			json_decref(st);
 			goto fail;
 		}
-		json_object_set_new(st, "manifest", eg_rr_manifest_filter(man));
+		json_object_set_new(st, "manifest", rec_manifest_filter(man));
 		json_decref(man);
 		json_array_append_new(steps, st);
 	}
-	eg_rr_strv_free(names, n);
+	rec_strv_free(names, n);
 	return steps;
 fail:
-	eg_rr_strv_free(names, n);
+	rec_strv_free(names, n);
 	json_decref(steps);
 	return NULL;
 }
@@ -819,7 +819,7 @@ files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
 	int rc;
 
 	memset(&w, 0, sizeof(w));
-	w.dirs = eg_rr_step_dirs(dirfd, &n);
+	w.dirs = rec_step_dirs(dirfd, &n);
 	if (w.dirs == NULL && n == (size_t)-1) {
 		snprintf(err, errlen, "steps: %s", strerror(errno));
 		return -1;
@@ -833,8 +833,8 @@ files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
 	for (i = 0; i < json_array_size(steps); i++)
 		json_object_set_new(json_array_get(steps, i), "files",
 		    json_array());
-	rc = eg_rr_walk(dirfd, seal_walk_fn, &w);
-	eg_rr_strv_free(w.dirs, w.ndirs);
+	rc = rec_walk(dirfd, seal_walk_fn, &w);
+	rec_strv_free(w.dirs, w.ndirs);
 	for (i = 0; rc == 0 && i < json_array_size(steps); i++)
 		rc = sort_files(json_object_get(json_array_get(steps, i),
 		    "files"));
@@ -846,7 +846,7 @@ files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
 }
 
 int
-eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
+rec_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 {
 	char plan[65], conf[65], head[65], b64[256], *buf = NULL;
 	const char *const *m;
@@ -867,7 +867,7 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 	 * before anything is written */
 	if (key != NULL && (pk = eg_key_load(key, 1, err, errlen)) == NULL)
 		return -1;
-	if ((run = eg_rr_load_json(dirfd, "run.json", err, errlen)) == NULL)
+	if ((run = rec_load_json(dirfd, "run.json", err, errlen)) == NULL)
 		goto out;
 	if (!json_is_object(run) ||
 	    json_integer_value(json_object_get(run, "egressd_run")) != 1) {
@@ -879,12 +879,12 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 	if (file_sha256(dirfd, "plan.ini", plan, NULL, err, errlen) == -1 ||
 	    file_sha256(dirfd, "config.ini", conf, NULL, err, errlen) == -1)
 		goto out;
-	if ((fd = eg_rr_open_reg(dirfd, "audit.log", &type)) == -1) {
-		snprintf(err, errlen, "audit.log: %s", eg_rr_open_error(errno,
+	if ((fd = rec_open_reg(dirfd, "audit.log", &type)) == -1) {
+		snprintf(err, errlen, "audit.log: %s", rec_open_error(errno,
 		    type));
 		goto out;
 	}
-	if (eg_rr_audit_tail(fd, &lines, head) == -1) {
+	if (rec_audit_tail(fd, &lines, head) == -1) {
 		snprintf(err, errlen, "audit.log: %s", strerror(errno));
 		close(fd);
 		goto out;
@@ -923,7 +923,7 @@ eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 		goto out;
 	}
 	usage_sum(rec, steps);
-	if ((buf = eg_rr_canon_dump(rec, &len)) == NULL) {
+	if ((buf = rec_canon_dump(rec, &len)) == NULL) {
 		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
 		    "a value cannot be written canonically (a real number, "
 		    "or invalid UTF-8, in run.json, a receipt or a file "
@@ -962,7 +962,7 @@ out:
 }
 
 int
-eg_rr_open_dir(const char *dir)
+rec_open_dir(const char *dir)
 {
 	struct stat st;
 	int fd;
@@ -978,17 +978,17 @@ eg_rr_open_dir(const char *dir)
 }
 
 int
-eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
+rec_seal(const char *dir, const char *key, char *err, size_t errlen)
 {
 	int dirfd, rc;
 
-	if ((dirfd = eg_rr_open_dir(dir)) == -1) {
+	if ((dirfd = rec_open_dir(dir)) == -1) {
 		snprintf(err, errlen, "%s", errno == ELOOP ? "a symbolic link "
 		    "(not followed: give the record directory itself)" :
 		    strerror(errno));
 		return -1;
 	}
-	rc = eg_rr_seal_at(dirfd, key, err, errlen);
+	rc = rec_seal_at(dirfd, key, err, errlen);
 	close(dirfd);
 	return rc;
 }
@@ -1002,7 +1002,7 @@ eg_rr_seal(const char *dir, const char *key, char *err, size_t errlen)
  * usage error (message printed), -2 for --help.
  */
 int
-eg_rr_opts(int argc, char *argv[], const char *cmd,
+rec_opts(int argc, char *argv[], const char *cmd,
     const char *const *names, const char **values)
 {
 	size_t nl, k;
@@ -1047,7 +1047,7 @@ eg_rr_opts(int argc, char *argv[], const char *cmd,
 }
 
 int
-rc_seal_main(int argc, char *argv[])
+rec_seal_main(int argc, char *argv[])
 {
 	static const char *const names[] = { "key", "fd", NULL };
 	const char *vals[2] = { NULL, NULL };
@@ -1055,7 +1055,7 @@ rc_seal_main(int argc, char *argv[])
 	long fd;
 	int i, rc;
 
-	i = eg_rr_opts(argc, argv, "seal", names, vals);
+	i = rec_opts(argc, argv, "seal", names, vals);
 	if (i == -2) {
 		fputs(seal_usage, stdout);
 		return 0;
@@ -1065,7 +1065,7 @@ rc_seal_main(int argc, char *argv[])
 		return 2;
 	}
 	if (vals[1] == NULL)
-		rc = eg_rr_seal(argv[i], vals[0], err, sizeof(err));
+		rc = rec_seal(argv[i], vals[0], err, sizeof(err));
 	else {
 		/* the directory open at descriptor N; DIR only names it */
 		errno = 0;
@@ -1077,7 +1077,7 @@ rc_seal_main(int argc, char *argv[])
 			    seal_usage);
 			return 2;
 		}
-		rc = eg_rr_seal_at((int)fd, vals[0], err, sizeof(err));
+		rc = rec_seal_at((int)fd, vals[0], err, sizeof(err));
 		if (rc == -1 && strcmp(err, "not a directory") == 0)
 			snprintf(err, sizeof(err), "--fd %ld: not a descriptor "
 			    "of an open directory", fd);

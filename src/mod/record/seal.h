@@ -2,12 +2,12 @@
  * seal.h: the run record (SPEC "### record", "Run record"): "egressd
  * record seal" writes DIR/record.json and DIR/record.sig from a replay's
  * record directory, "egressd record check" verifies one.  The record
- * module's dispatcher (record.c) calls rc_seal_main() and rc_check_main()
+ * module's dispatcher (record.c) calls rec_seal_main() and rec_check_main()
  * (declared in record.h) with argv[0] = the subcommand ("seal",
  * "check").  Private to src/mod/record/.
  */
-#ifndef RR_SEAL_H
-#define RR_SEAL_H
+#ifndef REC_SEAL_H
+#define REC_SEAL_H
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-/* rc_seal_main(): "seal [--key KEY] [--fd N] DIR": exit status 0
- * sealed, 1 failed, 2 usage.  rc_check_main(): "check [--pubkey PUB]
+/* rec_seal_main(): "seal [--key KEY] [--fd N] DIR": exit status 0
+ * sealed, 1 failed, 2 usage.  rec_check_main(): "check [--pubkey PUB]
  * DIR": 0 every check passed, 1 not, 2 usage.  Both in record.h. */
 
 /*
@@ -27,30 +27,30 @@
  * relative to dirfd, without following a symlink; every regular file of
  * the directory is listed by digest (record.json's "files" and each
  * step's "files", the manifests' files apart) except record.json,
- * record.sig, the supervisor's RR_LOCK and RR_PRIV; any other kind of
+ * record.sig, the supervisor's REC_LOCK and REC_PRIV; any other kind of
  * file refuses the seal.  0, or -1 with a message in err.
  */
-int	eg_rr_seal_at(int dirfd, const char *key, char *err, size_t errlen);
+int	rec_seal_at(int dirfd, const char *key, char *err, size_t errlen);
 /* The same for the directory dir, opened once without following a
  * symlink (a symlink is refused). */
-int	eg_rr_seal(const char *dir, const char *key, char *err,
+int	rec_seal(const char *dir, const char *key, char *err,
 	    size_t errlen);
 /* open(2) of a record directory as seal and check do it: O_DIRECTORY,
  * O_NOFOLLOW, O_NONBLOCK.  An fd, or -1 with errno (ELOOP: a symlink). */
-int	eg_rr_open_dir(const char *dir);
+int	rec_open_dir(const char *dir);
 
 /* The supervisor's files at DIR's top that the record does not list:
  * its lock (regular and empty) and its private folder (removed when
  * every step is final; record check reports one still there). */
-#define RR_LOCK		".lock"
-#define RR_PRIV		".private"
+#define REC_LOCK		".lock"
+#define REC_PRIV		".private"
 /* Longest path under a record directory that seal and check walk. */
-#define RR_PATH_MAX	4096
+#define REC_PATH_MAX	4096
 
 /* --- shared by seal.c and check.c --------------------------------------- */
 
 /* Largest JSON file of a record directory read into memory. */
-#define RR_JSON_MAX	(16u << 20)
+#define REC_JSON_MAX	(16u << 20)
 
 /*
  * Open the regular file path under dirfd for reading without blocking
@@ -60,18 +60,18 @@ int	eg_rr_open_dir(const char *dir);
  * or -1 with errno (EINVAL: not a regular file, its type in *type when
  * type is not NULL; ELOOP: a symlink).
  */
-int	eg_rr_open_reg(int dirfd, const char *path, mode_t *type);
+int	rec_open_reg(int dirfd, const char *path, mode_t *type);
 /* "a FIFO", "a symbolic link", ... for a st_mode. */
-const char *eg_rr_ftype(mode_t mode);
-/* What went wrong in eg_rr_open_reg (errno, *type), for a message. */
-const char *eg_rr_open_error(int err, mode_t type);
+const char *rec_ftype(mode_t mode);
+/* What went wrong in rec_open_reg (errno, *type), for a message. */
+const char *rec_open_error(int err, mode_t type);
 /*
- * The whole regular file path under dirfd (eg_rr_open_reg), at most max
+ * The whole regular file path under dirfd (rec_open_reg), at most max
  * bytes, NUL-terminated, in a malloc'd buffer.  NULL with errno (EFBIG
  * beyond max, EINVAL not a regular file: *type, when not NULL, says
  * what it is).
  */
-char	*eg_rr_read_file(int dirfd, const char *path, size_t max,
+char	*rec_read_file(int dirfd, const char *path, size_t max,
 	    size_t *len, mode_t *type);
 
 /*
@@ -79,14 +79,14 @@ char	*eg_rr_read_file(int dirfd, const char *path, size_t max,
  * never following a symlink and opening nothing but directories.  fn
  * gets the path relative to dirfd and its lstat (or st NULL and an
  * errno when an entry cannot be read); it returns 1 to enter a
- * directory, 0 to go on, -1 to stop (eg_rr_walk then returns -1).
+ * directory, 0 to go on, -1 to stop (rec_walk then returns -1).
  */
-typedef int (*eg_rr_walk_fn)(const char *path, const struct stat *st,
+typedef int (*rec_walk_fn)(const char *path, const struct stat *st,
 	    int err, void *arg);
-int	eg_rr_walk(int dirfd, eg_rr_walk_fn fn, void *arg);
+int	rec_walk(int dirfd, rec_walk_fn fn, void *arg);
 /* path under dirfd parsed as JSON (duplicate keys refused); NULL with a
  * message "PATH: reason" in err. */
-json_t	*eg_rr_load_json(int dirfd, const char *path, char *err,
+json_t	*rec_load_json(int dirfd, const char *path, char *err,
 	    size_t errlen);
 
 /*
@@ -95,9 +95,9 @@ json_t	*eg_rr_load_json(int dirfd, const char *path, char *err,
  * named in secrets, not even hashed; any other key left out.  A new
  * reference.
  */
-json_t	*eg_rr_receipt_filter(const json_t *receipt, int public);
+json_t	*rec_receipt_filter(const json_t *receipt, int public);
 /* A manifest ([{"path","size","sha256"}]) reduced to those keys. */
-json_t	*eg_rr_manifest_filter(const json_t *manifest);
+json_t	*rec_manifest_filter(const json_t *manifest);
 
 /*
  * Count the lines of an audit log (a final line without its newline
@@ -105,18 +105,18 @@ json_t	*eg_rr_manifest_filter(const json_t *manifest);
  * the end, JSON ,"chain":"H"} at the end); head is "" when that line has
  * none.  Streams.  0, or -1 with errno.
  */
-int	eg_rr_audit_tail(int fd, uint64_t *lines, char head[65]);
+int	rec_audit_tail(int fd, uint64_t *lines, char head[65]);
 
 /* The step folder names under dirfd/steps ("NN-NAME"), sorted; *n of
  * them.  NULL and *n = 0 when there is no steps folder; NULL with errno
  * otherwise on failure (*n then (size_t)-1). */
-char	**eg_rr_step_dirs(int dirfd, size_t *n);
-void	eg_rr_strv_free(char **v, size_t n);
+char	**rec_step_dirs(int dirfd, size_t *n);
+void	rec_strv_free(char **v, size_t n);
 
 /* argv[1..] of "record CMD": the options --NAME VALUE for each NAME of
  * names (NULL-terminated) into values[i]; the index of the operand, -1
  * usage error (printed), -2 --help.  Thread-safe (no getopt). */
-int	eg_rr_opts(int argc, char *argv[], const char *cmd,
+int	rec_opts(int argc, char *argv[], const char *cmd,
 	    const char *const *names, const char **values);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * verify.c: "egressd audit verify [--pubkey PUB] LOG..." and
- * rv_verify_files() (verify.h).  Each file is read in blocks, line by
- * line, in constant memory (a line longer than RV_LINE_MAX is a break,
+ * rec_verify_files() (verify.h).  Each file is read in blocks, line by
+ * line, in constant memory (a line longer than REC_LINE_MAX is a break,
  * never a bigger buffer).  For every line the chain value is recomputed
  * from the previous line's (SPEC "### record"); the first line of every
  * file must be START, whose prev= must be the previous file's last chain
@@ -25,9 +25,9 @@
 #include "record.h"
 #include "verify.h"
 
-#define RV_BLOCK	(1u << 20)	/* read(2) size */
+#define REC_BLOCK	(1u << 20)	/* read(2) size */
 
-static const char zeros[RC_HEX_LEN + 1] =
+static const char zeros[REC_HEX_LEN + 1] =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
 /* One line, parsed just enough. */
@@ -46,8 +46,8 @@ struct vfile {
 	int		*sig_ok_seen;	/* a checkpoint verified (any file) */
 	const char	*cont;		/* previous file's last chain, or NULL */
 	uint64_t	 lineno;
-	char		 h1[RC_HEX_LEN + 1];	/* claimed chain of line-1 */
-	char		 h2[RC_HEX_LEN + 1];	/* ... of line-2 */
+	char		 h1[REC_HEX_LEN + 1];	/* claimed chain of line-1 */
+	char		 h2[REC_HEX_LEN + 1];	/* ... of line-2 */
 	int		 have1, have2;
 	/* the current START's segment */
 	char		 run[37];
@@ -57,9 +57,9 @@ struct vfile {
 	char		 where[512];
 	/* a line that did not link, waiting for the next one */
 	int		 pending;
-	char		*pbuf;		/* RV_LINE_MAX */
+	char		*pbuf;		/* REC_LINE_MAX */
 	struct vl	 pl;
-	char		 ph1[RC_HEX_LEN + 1], ph2[RC_HEX_LEN + 1];
+	char		 ph1[REC_HEX_LEN + 1], ph2[REC_HEX_LEN + 1];
 	int		 phave1, phave2;
 	char		 first_run[37];
 };
@@ -95,7 +95,7 @@ parse(struct vl *l, const char *p, size_t n)
 	l->n = n;
 	l->json = n > 0 && p[0] == '{';
 	/* a chain field of the other form is none */
-	if ((l->h = rc_line_chain(p, n, &l->body, &json)) == NULL ||
+	if ((l->h = rec_line_chain(p, n, &l->body, &json)) == NULL ||
 	    json != l->json) {
 		l->h = NULL;
 		l->body = n;
@@ -158,12 +158,12 @@ field_u64(const struct vl *l, const char *key, uint64_t *out)
 static int
 links(const char *prev, const struct vl *l)
 {
-	char h[RC_HEX_LEN + 1];
+	char h[REC_HEX_LEN + 1];
 
 	if (l->h == NULL || (prev == NULL && !l->start))
 		return 0;
-	rc_chain_hash(l->start ? zeros : prev, l->p, l->body, h);
-	return memcmp(h, l->h, RC_HEX_LEN) == 0;
+	rec_chain_hash(l->start ? zeros : prev, l->p, l->body, h);
+	return memcmp(h, l->h, REC_HEX_LEN) == 0;
 }
 
 static void
@@ -191,18 +191,18 @@ static void
 classify(struct vfile *f, const struct vl *next)
 {
 	const struct vl *c = &f->pl;
-	char hc[RC_HEX_LEN + 1], hn[RC_HEX_LEN + 1];
+	char hc[REC_HEX_LEN + 1], hn[REC_HEX_LEN + 1];
 	const char *p1 = f->phave1 ? f->ph1 : NULL;
 	uint64_t i = f->lineno - (next != NULL ? 1 : 0);
 
 	f->pending = 0;
 	if (c->h != NULL) {
-		memcpy(hc, c->h, RC_HEX_LEN);
-		hc[RC_HEX_LEN] = '\0';
+		memcpy(hc, c->h, REC_HEX_LEN);
+		hc[REC_HEX_LEN] = '\0';
 	}
 	if (next != NULL && next->h != NULL) {
-		memcpy(hn, next->h, RC_HEX_LEN);
-		hn[RC_HEX_LEN] = '\0';
+		memcpy(hn, next->h, REC_HEX_LEN);
+		hn[REC_HEX_LEN] = '\0';
 	}
 	if (next != NULL && links(p1, next) && c->h != NULL &&
 	    links(hn, c))
@@ -231,17 +231,17 @@ check_ck(struct vfile *f, const struct vl *l)
 	uint64_t seq, lines;
 	const char *head, *sig;
 	size_t hl, sl, dl = 0, ml;
-	unsigned char der[RC_SIG_MAX + 8], hash[32];
+	unsigned char der[REC_SIG_MAX + 8], hash[32];
 	char msg[256];
 
 	if (field_u64(l, "seq", &seq) == -1 ||
 	    field_u64(l, "lines", &lines) == -1 ||
-	    (head = field(l, "head", &hl)) == NULL || hl != RC_HEX_LEN ||
+	    (head = field(l, "head", &hl)) == NULL || hl != REC_HEX_LEN ||
 	    (sig = field(l, "sig", &sl)) == NULL) {
 		vbreak(f, f->lineno, "malformed CHECKPOINT");
 		return;
 	}
-	if (!f->have1 || memcmp(head, f->h1, RC_HEX_LEN) != 0) {
+	if (!f->have1 || memcmp(head, f->h1, REC_HEX_LEN) != 0) {
 		vbreak(f, f->lineno, "CHECKPOINT head= is not the chain value "
 		    "of the line before it");
 		return;
@@ -262,9 +262,9 @@ check_ck(struct vfile *f, const struct vl *l)
 	f->since = 0;
 	if (f->pk == NULL)
 		return;
-	ml = rc_ck_message(msg, sizeof(msg), f->run, strlen(f->run), seq,
+	ml = rec_ck_message(msg, sizeof(msg), f->run, strlen(f->run), seq,
 	    lines, f->h1);
-	if (ml == 0 || sl > RC_B64_MAX ||
+	if (ml == 0 || sl > REC_B64_MAX ||
 	    eg_b64_decode(sig, sl, der, sizeof(der), &dl) != 0 ||
 	    (eg_sha256(msg, ml, hash), eg_key_verify(f->pk, hash, der,
 	    dl) != 0)) {
@@ -319,13 +319,13 @@ feed(struct vfile *f, const char *p, size_t n)
 			goto track;
 		}
 		if (f->lineno == 1 && f->cont != NULL &&
-		    (rl != RC_HEX_LEN || memcmp(rv, f->cont, RC_HEX_LEN))) {
+		    (rl != REC_HEX_LEN || memcmp(rv, f->cont, REC_HEX_LEN))) {
 			vbreak(f, 1, "START prev= does not continue the previous "
 			    "file (a file missing, or out of order)");
 			goto track;
 		}
-		if (f->lineno > 1 && (rl != RC_HEX_LEN ||
-		    memcmp(rv, f->h1, RC_HEX_LEN) != 0)) {
+		if (f->lineno > 1 && (rl != REC_HEX_LEN ||
+		    memcmp(rv, f->h1, REC_HEX_LEN) != 0)) {
 			vbreak(f, f->lineno, "START does not continue the line "
 			    "before it");
 			goto track;
@@ -349,8 +349,8 @@ track:
 	memcpy(f->h2, f->h1, sizeof(f->h1));
 	f->have2 = f->have1;
 	if (l.h != NULL) {
-		memcpy(f->h1, l.h, RC_HEX_LEN);
-		f->h1[RC_HEX_LEN] = '\0';
+		memcpy(f->h1, l.h, REC_HEX_LEN);
+		f->h1[REC_HEX_LEN] = '\0';
 		f->have1 = 1;
 	} else
 		f->have1 = 0;
@@ -379,7 +379,7 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 	int toolong = 0;
 
 	for (;;) {
-		r = read(fd, blk, RV_BLOCK);
+		r = read(fd, blk, REC_BLOCK);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1)
@@ -394,13 +394,13 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 				feed(f, blk + off, k - off);
 				continue;
 			}
-			if (!toolong && ln + (k - off) <= RV_LINE_MAX) {
+			if (!toolong && ln + (k - off) <= REC_LINE_MAX) {
 				memcpy(lbuf + ln, blk + off, k - off);
 				ln += k - off;
 			} else if (!toolong) {
 				toolong = 1;
 				vbreak(f, f->lineno + 1, "line longer than %u "
-				    "bytes", RV_LINE_MAX);
+				    "bytes", REC_LINE_MAX);
 			}
 			if (nl == NULL)
 				break;
@@ -428,14 +428,14 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 
 static int
 verify(const char *const *paths, const int *fds, size_t n, const char *buf,
-    size_t blen, const char *pubkey, struct rv_result *r,
-    void (*cb)(const struct rv_file_report *, void *), void *arg,
+    size_t blen, const char *pubkey, struct rec_result *r,
+    void (*cb)(const struct rec_file_report *, void *), void *arg,
     char *err, size_t errlen)
 {
 	struct eg_key *pk = NULL;
 	struct vfile f;
-	struct rv_file_report rep;
-	char *blk = NULL, *lbuf = NULL, *pbuf = NULL, last[RC_HEX_LEN + 1];
+	struct rec_file_report rep;
+	char *blk = NULL, *lbuf = NULL, *pbuf = NULL, last[REC_HEX_LEN + 1];
 	int have_last = 0, sig_ok = 0, fd, rc = -1;
 	size_t i, off, k;
 	const char *nl;
@@ -444,9 +444,9 @@ verify(const char *const *paths, const int *fds, size_t n, const char *buf,
 	if (pubkey != NULL &&
 	    (pk = eg_key_load(pubkey, 0, err, errlen)) == NULL)
 		return -1;
-	if ((blk = eg_malloc(buf == NULL ? RV_BLOCK : 1)) == NULL ||
-	    (lbuf = eg_malloc(RV_LINE_MAX)) == NULL ||
-	    (pbuf = eg_malloc(RV_LINE_MAX)) == NULL) {
+	if ((blk = eg_malloc(buf == NULL ? REC_BLOCK : 1)) == NULL ||
+	    (lbuf = eg_malloc(REC_LINE_MAX)) == NULL ||
+	    (pbuf = eg_malloc(REC_LINE_MAX)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -461,7 +461,7 @@ verify(const char *const *paths, const int *fds, size_t n, const char *buf,
 			for (off = 0; off < blen; off = k + 1) {
 				nl = memchr(buf + off, '\n', blen - off);
 				k = nl != NULL ? (size_t)(nl - buf) : blen;
-				if (k - off > RV_LINE_MAX) {
+				if (k - off > REC_LINE_MAX) {
 					vbreak(&f, f.lineno + 1, "line too long");
 					f.lineno++;
 					f.have1 = f.have2 = 0;
@@ -534,24 +534,24 @@ out:
 }
 
 int
-rv_verify_files(const char *const *paths, size_t n, const char *pubkey,
-    struct rv_result *r, char *err, size_t errlen)
+rec_verify_files(const char *const *paths, size_t n, const char *pubkey,
+    struct rec_result *r, char *err, size_t errlen)
 {
 	return verify(paths, NULL, n, NULL, 0, pubkey, r, NULL, NULL, err,
 	    errlen);
 }
 
 int
-rv_verify_fds(const int *fds, const char *const *names, size_t n,
-    const char *pubkey, struct rv_result *r, char *err, size_t errlen)
+rec_verify_fds(const int *fds, const char *const *names, size_t n,
+    const char *pubkey, struct rec_result *r, char *err, size_t errlen)
 {
 	return verify(names, fds, n, NULL, 0, pubkey, r, NULL, NULL, err,
 	    errlen);
 }
 
 int
-rv_verify_files_cb(const char *const *paths, size_t n, const char *pubkey,
-    struct rv_result *r, void (*cb)(const struct rv_file_report *, void *),
+rec_verify_files_cb(const char *const *paths, size_t n, const char *pubkey,
+    struct rec_result *r, void (*cb)(const struct rec_file_report *, void *),
     void *arg, char *err, size_t errlen)
 {
 	return verify(paths, NULL, n, NULL, 0, pubkey, r, cb, arg, err,
@@ -559,7 +559,7 @@ rv_verify_files_cb(const char *const *paths, size_t n, const char *pubkey,
 }
 
 int
-rv_verify_buf(const char *buf, size_t len, struct rv_result *r)
+rec_verify_buf(const char *buf, size_t len, struct rec_result *r)
 {
 	char err[256];
 
@@ -574,7 +574,7 @@ struct cli {
 };
 
 static void
-report(const struct rv_file_report *rep, void *arg)
+report(const struct rec_file_report *rep, void *arg)
 {
 	struct cli *c = arg;
 
@@ -598,12 +598,12 @@ report(const struct rv_file_report *rep, void *arg)
 }
 
 int
-rc_verify_main(int argc, char *argv[])
+rec_verify_main(int argc, char *argv[])
 {
 	static const char usage[] =
 	    "usage: egressd audit verify [--pubkey PUB] LOG...\n";
 	const char *pub = NULL;
-	struct rv_result r;
+	struct rec_result r;
 	struct cli c = { 0 };
 	char err[512];
 	int i = 1;
@@ -632,7 +632,7 @@ rc_verify_main(int argc, char *argv[])
 		return 2;
 	}
 	c.signed_ = pub != NULL;
-	if (rv_verify_files_cb((const char *const *)argv + i,
+	if (rec_verify_files_cb((const char *const *)argv + i,
 	    (size_t)(argc - i), pub, &r, report, &c, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd: audit verify: %s\n", err);
 		return 2;
