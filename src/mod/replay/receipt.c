@@ -89,6 +89,37 @@ int_or_null(int has, long long v)
 	return has ? json_integer(v) : json_null();
 }
 
+static const char *const step_state_names[] = {
+	[RP_SS_NONE] = "",
+	[RP_SS_PREPARED] = "prepared",
+	[RP_SS_STARTING] = "starting",
+	[RP_SS_RUNNING] = "running",
+	[RP_SS_CAPTURING] = "capturing",
+	[RP_SS_CAPTURED] = "captured",
+	[RP_SS_SKIPPED] = "skipped"
+};
+
+const char *
+rp_step_state_name(enum rp_step_state st)
+{
+	if ((size_t)st >= sizeof(step_state_names) /
+	    sizeof(step_state_names[0]))
+		return "";
+	return step_state_names[st];
+}
+
+enum rp_step_state
+rp_step_state_of(const char *name)
+{
+	size_t i;
+
+	for (i = 1; i < sizeof(step_state_names) /
+	    sizeof(step_state_names[0]); i++)
+		if (strcmp(name, step_state_names[i]) == 0)
+			return (enum rp_step_state)i;
+	return RP_SS_NONE;
+}
+
 int
 rp_receipt_write(int stepfd, const struct rp_receipt *r,
     const struct rp_step *st, const char *const *envp, int public)
@@ -114,7 +145,8 @@ rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	json_object_set_new(o, "step", json_string(r->step));
 	json_object_set_new(o, "index", json_integer(r->index));
 	json_object_set_new(o, "phase", json_string(r->phase));
-	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "state", json_string(
+	    rp_step_state_name(r->state)));
 	json_object_set_new(o, "command_sha256", json_string(
 	    r->command_sha256));
 	json_object_set_new(o, "pid", int_or_null(r->pid != 0, r->pid));
@@ -232,6 +264,7 @@ rp_receipt_read(int stepfd, struct rp_receipt *r)
 {
 	json_t *o, *d;
 	long long v;
+	char state[16];
 
 	memset(r, 0, sizeof(*r));
 	if ((o = load_at(stepfd, "receipt.json")) == NULL)
@@ -240,7 +273,8 @@ rp_receipt_read(int stepfd, struct rp_receipt *r)
 	if (get_int(o, "index", &v))
 		r->index = (int)v;
 	get_str(o, "phase", r->phase, sizeof(r->phase));
-	get_str(o, "state", r->state, sizeof(r->state));
+	get_str(o, "state", state, sizeof(state));
+	r->state = rp_step_state_of(state);
 	get_str(o, "command_sha256", r->command_sha256,
 	    sizeof(r->command_sha256));
 	if (get_int(o, "pid", &v))

@@ -23,11 +23,26 @@ struct rp_usage {
 	uint64_t	requests, tokens_in, tokens_out;
 };
 
+/*
+ * A step's state (receipt.json "state"), in the order a step goes
+ * through them (step.c); step.c's step_set_state() is the one writer,
+ * rp_step_state_name() the one enum -> string table (receipt.c).
+ */
+enum rp_step_state {
+	RP_SS_NONE,		/* "": a receipt without a known state */
+	RP_SS_PREPARED,		/* receipt made, nothing started */
+	RP_SS_STARTING,		/* about to claim launch.claim */
+	RP_SS_RUNNING,		/* the keeper's identity recorded */
+	RP_SS_CAPTURING,	/* the exit status known; capturing */
+	RP_SS_CAPTURED,		/* final */
+	RP_SS_SKIPPED		/* final: never run */
+};
+
 struct rp_receipt {
 	char		step[RP_NAME_MAX + 1];
 	int		index;
 	char		phase[RP_NAME_MAX + 1];
-	char		state[16];	/* prepared ... captured, skipped */
+	enum rp_step_state state;
 	char		command_sha256[65];
 	long		pid;		/* 0: null */
 	char		pid_start[80];	/* "": null */
@@ -74,6 +89,11 @@ void	rp_ts_now(char out[RP_TS_MAX]);
 void	rp_ts_of(int64_t ms, char out[RP_TS_MAX]);
 int64_t	rp_ts_parse(const char *ts);	/* ms, or -1 */
 int64_t	rp_now_ms(void);
+
+/* "prepared", ...; "" for RP_SS_NONE.  The string's state, RP_SS_NONE
+ * when it names none. */
+const char	*rp_step_state_name(enum rp_step_state s);
+enum rp_step_state rp_step_state_of(const char *name);
 
 /* sha256 of the canonical JSON array of argv. */
 void	rp_command_sha256(const struct rp_strv *argv, char out[65]);

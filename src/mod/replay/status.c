@@ -151,7 +151,8 @@ rp_status(const char *dir, int json)
 			else
 				snprintf(sc, sizeof(sc), "-");
 			printf("%2d  %-16s %-12s %-10s %-22s %5s %8s  %llu/%llu/"
-			    "%llu%s%s\n", r.index, r.step, r.phase, r.state,
+			    "%llu%s%s\n", r.index, r.step, r.phase,
+			    rp_step_state_name(r.state),
 			    r.termination[0] != '\0' ? r.termination : "-", ex,
 			    sc, (unsigned long long)r.allowed,
 			    (unsigned long long)r.blocked,

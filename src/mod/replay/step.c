@@ -313,6 +313,13 @@ step_cmd(const struct job *j, const struct rp_step *st,
 
 /* --- receipts ---------------------------------------------------------------- */
 
+/* The one writer of a step's state (the receipt's "state"). */
+static void
+step_set_state(struct rp_receipt *r, enum rp_step_state to)
+{
+	r->state = to;
+}
+
 void
 rp_receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
 {
@@ -322,7 +329,7 @@ rp_receipt_init(const struct job *j, size_t i, struct rp_receipt *r)
 	snprintf(r->step, sizeof(r->step), "%s", st->name);
 	r->index = (int)i + 1;
 	snprintf(r->phase, sizeof(r->phase), "%s", st->phase);
-	snprintf(r->state, sizeof(r->state), "prepared");
+	step_set_state(r, RP_SS_PREPARED);
 	rp_command_sha256(&st->argv, r->command_sha256);
 }
 
@@ -567,7 +574,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	int rawfd;
 
 	rp_step_dirname(j->plan, i, name, sizeof(name));
-	snprintf(r->state, sizeof(r->state), "capturing");
+	step_set_state(r, RP_SS_CAPTURING);
 	(void)rp_receipt_put(j, i, stepfd, r);
 	pause_point(j, st->name, "capturing");
 	(void)mkdirat(j->privfd, name, 0700);
@@ -599,7 +606,7 @@ capture_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	r->nusage = j->nusage[i];
 	memcpy(r->usage, j->usage[i], r->nusage * sizeof(r->usage[0]));
 	pthread_mutex_unlock(&j->umtx);
-	snprintf(r->state, sizeof(r->state), "captured");
+	step_set_state(r, RP_SS_CAPTURED);
 	(void)rp_receipt_put(j, i, stepfd, r);
 }
 
@@ -642,7 +649,7 @@ never_run(struct job *j, size_t i, int stepfd, struct rp_receipt *r,
     const char *termination)
 {
 	snprintf(r->termination, sizeof(r->termination), "%s", termination);
-	snprintf(r->state, sizeof(r->state), "skipped");
+	step_set_state(r, RP_SS_SKIPPED);
 	r->has_exit = r->has_signal = 0;
 	(void)rp_receipt_put(j, i, stepfd, r);
 }
@@ -706,7 +713,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		goto out;
 	}
 
-	snprintf(r->state, sizeof(r->state), "starting");
+	step_set_state(r, RP_SS_STARTING);
 	rp_ts_now(r->started);
 	if (rp_receipt_put(j, i, stepfd, r) == -1)
 		goto out;
@@ -752,7 +759,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	if (rp_ident_of(pid, ident, sizeof(ident)) == 0) {
 		r->pid = (long)pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", ident);
-		snprintf(r->state, sizeof(r->state), "running");
+		step_set_state(r, RP_SS_RUNNING);
 		(void)rp_receipt_put(j, i, stepfd, r);
 	}
 	pause_point(j, st->name, "running");
@@ -790,7 +797,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 		r->pid = pid;
 		snprintf(r->pid_start, sizeof(r->pid_start), "%s", start);
 	}
-	if (strcmp(r->state, "capturing") == 0 && r->termination[0] != '\0') {
+	if (r->state == RP_SS_CAPTURING && r->termination[0] != '\0') {
 		capture_step(j, i, stepfd, r);
 		return 0;
 	}
@@ -802,7 +809,7 @@ resume_claimed(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	if (pid != 0 && rp_ident_alive((pid_t)pid, start)) {
 		fprintf(stderr, "egressd replay: step %s is still running "
 		    "(pid %ld): waiting for it\n", r->step, pid);
-		snprintf(r->state, sizeof(r->state), "running");
+		step_set_state(r, RP_SS_RUNNING);
 		(void)rp_receipt_put(j, i, stepfd, r);
 		(void)egress_session_set_step(j->px->ex, j->session,
 		    j->plan->steps[i].name);
@@ -938,8 +945,8 @@ rp_job_main(void *arg)
 		}
 		if (rp_receipt_read(stepfd, &r) == -1)
 			rp_receipt_init(j, i, &r);
-		if (strcmp(r.state, "captured") == 0 ||
-		    strcmp(r.state, "skipped") == 0) {
+		if (r.state == RP_SS_CAPTURED ||
+		    r.state == RP_SS_SKIPPED) {
 			/* done before a crash */
 		} else if (faccessat(stepfd, "launch.claim", F_OK,
 		    AT_SYMLINK_NOFOLLOW) == 0 || r.pid != 0) {
@@ -977,7 +984,7 @@ rp_job_main(void *arg)
 			break;
 		if (strcmp(r.termination, "cancelled") == 0)
 			cancelled = 1;
-		if (strcmp(r.state, "captured") == 0 && failed_termination(&r)) {
+		if (r.state == RP_SS_CAPTURED && failed_termination(&r)) {
 			failed = 1;
 			if (!st->on_failure_continue)
 				stop = 1;
@@ -994,7 +1001,7 @@ rp_job_main(void *arg)
 			continue;
 		if (rp_receipt_read(stepfd, &r) == -1)
 			rp_receipt_init(j, i, &r);
-		if (strcmp(r.state, "prepared") == 0)
+		if (r.state == RP_SS_PREPARED)
 			never_run(j, i, stepfd, &r, "skipped");
 		close(stepfd);
 	}
