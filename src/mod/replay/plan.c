@@ -25,6 +25,51 @@
 
 enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
 
+/*
+ * The key table: one row per key of a section (section, name, id,
+ * flags), X-macro so that the ids and the rows cannot disagree.  A key
+ * may be given once per section unless PKF_REPEAT.
+ */
+#define PKF_REPEAT	0x1
+#define PLAN_KEYS(X)					\
+	X(S_REPLAY, "name", PK_NAME, 0)			\
+	X(S_REPLAY, "config", PK_CONFIG, 0)		\
+	X(S_REPLAY, "workdir", PK_WORKDIR, 0)		\
+	X(S_REPLAY, "record", PK_RECORD, 0)		\
+	X(S_REPLAY, "deadline", PK_DEADLINE, 0)		\
+	X(S_REPLAY, "sandbox", PK_SANDBOX, 0)		\
+	X(S_REPLAY, "env", PK_ENV, 0)			\
+	X(S_REPLAY, "secrets", PK_SECRETS, 0)		\
+	X(S_REPLAY, "public", PK_PUBLIC, 0)		\
+	X(S_STEP, "phase", PK_STEP_PHASE, 0)		\
+	X(S_STEP, "run", PK_STEP_RUN, 0)		\
+	X(S_STEP, "shell", PK_STEP_SHELL, 0)		\
+	X(S_STEP, "timeout", PK_STEP_TIMEOUT, 0)	\
+	X(S_STEP, "rw", PK_STEP_RW, PKF_REPEAT)		\
+	X(S_STEP, "ro", PK_STEP_RO, PKF_REPEAT)		\
+	X(S_STEP, "env", PK_STEP_ENV, 0)		\
+	X(S_STEP, "secrets", PK_STEP_SECRETS, 0)	\
+	X(S_STEP, "capture", PK_STEP_CAPTURE, 0)	\
+	X(S_STEP, "on_failure", PK_STEP_ON_FAILURE, 0)	\
+	X(S_STEP, "sandbox", PK_STEP_SANDBOX, 0)
+
+enum pkey {
+#define PK_ID(sect, name, id, flags)	id,
+	PLAN_KEYS(PK_ID)
+#undef PK_ID
+	PK_COUNT
+};
+
+static const struct {
+	enum sect	 sect;
+	const char	*name;
+	unsigned	 flags;
+} plan_keys[PK_COUNT] = {
+#define PK_ROW(sect, name, id, flags)	[id] = { sect, name, flags },
+	PLAN_KEYS(PK_ROW)
+#undef PK_ROW
+};
+
 struct parse {
 	const char	*file;
 	const char	*dir;
@@ -34,21 +79,13 @@ struct parse {
 	struct rp_step	*step;
 	struct rp_errs	*errs;
 	const char	*(*getenv_fn)(const char *);
-	/* lines where keys were seen, for duplicates and later checks */
-	int		 seen_replay[16];
-	int		 seen_step[16];
+	/* lines where keys were seen (the step's keys: in this step), for
+	 * duplicates; the line of the [replay] header */
+	int		 seen[PK_COUNT];
+	int		 replay_line;
 	int		 secrets_line;		/* of the step's secrets = */
 	int		 sandbox_line;
 	int		 oom;
-};
-
-static const char *const replay_keys[] = {
-	"name", "config", "workdir", "record", "deadline", "sandbox", "env",
-	"secrets", "public", NULL
-};
-static const char *const step_keys[] = {
-	"phase", "run", "shell", "timeout", "rw", "ro", "env", "secrets",
-	"capture", "on_failure", "sandbox", NULL
 };
 
 /* --- small helpers ---------------------------------------------------------- */
@@ -294,15 +331,33 @@ perr(struct parse *ps, const char *fmt, ...)
 	rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
 }
 
+/* The key k of section sect, or -1. */
 static int
-key_index(const char *const *keys, const char *k)
+key_of(enum sect sect, const char *k)
 {
 	int i;
 
-	for (i = 0; keys[i] != NULL; i++)
-		if (strcmp(keys[i], k) == 0)
+	for (i = 0; i < PK_COUNT; i++)
+		if (plan_keys[i].sect == sect &&
+		    strcmp(plan_keys[i].name, k) == 0)
 			return i;
 	return -1;
+}
+
+/*
+ * Key i at this line: 0, or -1 (reported) when it is given a second
+ * time in its section and may not be.
+ */
+static int
+key_seen(struct parse *ps, int i, const char *k)
+{
+	if (!(plan_keys[i].flags & PKF_REPEAT) && ps->seen[i] != 0) {
+		perr(ps, "duplicate key '%s' (first at line %d)", k,
+		    ps->seen[i]);
+		return -1;
+	}
+	ps->seen[i] = ps->ini.line;
+	return 0;
 }
 
 /* Absolute path of p relative to base; NULL on OOM. */
@@ -543,6 +598,45 @@ add_path(struct parse *ps, const char *key, const char *v,
 	eg_free(p);
 }
 
+/* config, workdir, record: a path relative to the plan's folder. */
+static void
+set_path(struct parse *ps, const char *key, const char *v, char **out)
+{
+	if (v[0] == '\0') {
+		perr(ps, "%s: empty path", key);
+		return;
+	}
+	eg_free(*out);
+	if ((*out = abs_path(ps->dir, v)) == NULL)
+		ps->oom = 1;
+}
+
+static void
+set_bool(struct parse *ps, const char *key, const char *v, int *out)
+{
+	char q[400];
+	int b;
+
+	if ((b = parse_bool(v)) == -1)
+		perr(ps, "%s: '%s': want yes or no", key, quote(v, q,
+		    sizeof(q)));
+	else
+		*out = b;
+}
+
+static void
+set_sandbox(struct parse *ps, const char *v, int *out)
+{
+	char q[400];
+	int b;
+
+	if ((b = parse_sandbox(v)) == -2)
+		perr(ps, "sandbox: '%s': want bwrap or none",
+		    quote(v, q, sizeof(q)));
+	else
+		*out = b;
+}
+
 /* --- sections and keys ------------------------------------------------------- */
 
 static void
@@ -554,12 +648,14 @@ section_start(void *arg, const char *s, size_t n)
 	char name[RP_NAME_MAX + 1], q[400], tmp[1024];
 	size_t i;
 
-	memset(ps->seen_step, 0, sizeof(ps->seen_step));
+	for (i = 0; i < PK_COUNT; i++)
+		if (plan_keys[i].sect == S_STEP)
+			ps->seen[i] = 0;
 	ps->step = NULL;
 	if (n == 6 && memcmp(s, "replay", 6) == 0) {
-		if (ps->seen_replay[15] != 0) {
+		if (ps->replay_line != 0) {
 			perr(ps, "duplicate section [replay] (first at line "
-			    "%d)", ps->seen_replay[15]);
+			    "%d)", ps->replay_line);
 			ps->sect = S_SKIP;
 			return;
 		}
@@ -568,7 +664,7 @@ section_start(void *arg, const char *s, size_t n)
 			ps->sect = S_SKIP;
 			return;
 		}
-		ps->seen_replay[15] = ps->ini.line;
+		ps->replay_line = ps->ini.line;
 		ps->sect = S_REPLAY;
 		return;
 	}
@@ -629,21 +725,18 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 {
 	struct rp_plan *pl = ps->plan;
 	char q[400];
-	int i, b;
+	int i;
 
-	i = key_index(replay_keys, k);
+	i = key_of(S_REPLAY, k);
 	if (i == -1) {
 		perr(ps, "unknown key '%s' in [replay]", quote(k, q,
 		    sizeof(q)));
 		return;
 	}
-	if (ps->seen_replay[i] != 0) {
-		perr(ps, "duplicate key '%s' (first at line %d)", k,
-		    ps->seen_replay[i]);
+	if (key_seen(ps, i, k) == -1)
 		return;
-	}
-	ps->seen_replay[i] = ps->ini.line;
-	if (strcmp(k, "name") == 0) {
+	switch (i) {
+	case PK_NAME:
 		if (!rp_valid_name(v, strlen(v))) {
 			perr(ps, "name: '%s': 1 to 64 of A-Z a-z 0-9 . _ -, "
 			    "not beginning with . or -", quote(v, q,
@@ -653,51 +746,34 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 		eg_free(pl->name);
 		if ((pl->name = eg_strdup(v)) == NULL)
 			ps->oom = 1;
-	} else if (strcmp(k, "config") == 0) {
-		if (v[0] == '\0') {
-			perr(ps, "config: empty path");
-			return;
-		}
-		eg_free(pl->config);
-		if ((pl->config = abs_path(ps->dir, v)) == NULL)
-			ps->oom = 1;
-	} else if (strcmp(k, "workdir") == 0) {
-		if (v[0] == '\0') {
-			perr(ps, "workdir: empty path");
-			return;
-		}
-		eg_free(pl->workdir);
-		if ((pl->workdir = abs_path(ps->dir, v)) == NULL)
-			ps->oom = 1;
-	} else if (strcmp(k, "record") == 0) {
-		if (v[0] == '\0') {
-			perr(ps, "record: empty path");
-			return;
-		}
-		eg_free(pl->record);
-		if ((pl->record = abs_path(ps->dir, v)) == NULL)
-			ps->oom = 1;
-	} else if (strcmp(k, "deadline") == 0) {
+		break;
+	case PK_CONFIG:
+		set_path(ps, k, v, &pl->config);
+		break;
+	case PK_WORKDIR:
+		set_path(ps, k, v, &pl->workdir);
+		break;
+	case PK_RECORD:
+		set_path(ps, k, v, &pl->record);
+		break;
+	case PK_DEADLINE:
 		if (parse_uint(v, 10000000, &pl->deadline) == -1)
 			perr(ps, "deadline: '%s': want seconds (0 to "
 			    "10000000; 0 = none)", quote(v, q, sizeof(q)));
-	} else if (strcmp(k, "sandbox") == 0) {
-		if ((b = parse_sandbox(v)) == -2)
-			perr(ps, "sandbox: '%s': want bwrap or none",
-			    quote(v, q, sizeof(q)));
-		else
-			pl->sandbox = b;
+		break;
+	case PK_SANDBOX:
+		set_sandbox(ps, v, &pl->sandbox);
 		ps->sandbox_line = ps->ini.line;
-	} else if (strcmp(k, "env") == 0) {
+		break;
+	case PK_ENV:
 		parse_env(ps, v, &pl->env);
-	} else if (strcmp(k, "secrets") == 0) {
+		break;
+	case PK_SECRETS:
 		parse_names(ps, "secrets", v, &pl->secrets, NULL);
-	} else if (strcmp(k, "public") == 0) {
-		if ((b = parse_bool(v)) == -1)
-			perr(ps, "public: '%s': want yes or no", quote(v, q,
-			    sizeof(q)));
-		else
-			pl->public = b;
+		break;
+	case PK_PUBLIC:
+		set_bool(ps, k, v, &pl->public);
+		break;
 	}
 }
 
@@ -706,22 +782,18 @@ step_entry(struct parse *ps, const char *k, const char *v)
 {
 	struct rp_step *st = ps->step;
 	char q[400];
-	int i, b, repeat;
+	int i;
 
-	i = key_index(step_keys, k);
+	i = key_of(S_STEP, k);
 	if (i == -1) {
 		perr(ps, "unknown key '%s' in [step:%s]", quote(k, q,
 		    sizeof(q)), st->name);
 		return;
 	}
-	repeat = strcmp(k, "rw") == 0 || strcmp(k, "ro") == 0;
-	if (!repeat && ps->seen_step[i] != 0) {
-		perr(ps, "duplicate key '%s' (first at line %d)", k,
-		    ps->seen_step[i]);
+	if (key_seen(ps, i, k) == -1)
 		return;
-	}
-	ps->seen_step[i] = ps->ini.line;
-	if (strcmp(k, "phase") == 0) {
+	switch (i) {
+	case PK_STEP_PHASE:
 		if (!rp_valid_name(v, strlen(v))) {
 			perr(ps, "phase: '%s' is not a phase name",
 			    quote(v, q, sizeof(q)));
@@ -731,32 +803,39 @@ step_entry(struct parse *ps, const char *k, const char *v)
 		if ((st->phase = eg_strdup(v)) == NULL)
 			ps->oom = 1;
 		st->phase_line = ps->ini.line;
-	} else if (strcmp(k, "run") == 0) {
+		break;
+	case PK_STEP_RUN:
 		eg_free(st->run);
 		if ((st->run = eg_strdup(v)) == NULL)
 			ps->oom = 1;
 		st->run_line = ps->ini.line;
-	} else if (strcmp(k, "shell") == 0) {
-		if ((b = parse_bool(v)) == -1)
-			perr(ps, "shell: '%s': want yes or no", quote(v, q,
-			    sizeof(q)));
-		else
-			st->shell = b;
-	} else if (strcmp(k, "timeout") == 0) {
+		break;
+	case PK_STEP_SHELL:
+		set_bool(ps, k, v, &st->shell);
+		break;
+	case PK_STEP_TIMEOUT:
 		if (parse_uint(v, 10000000, &st->timeout) == -1)
 			perr(ps, "timeout: '%s': want seconds (0 to "
 			    "10000000; 0 = until the run deadline)",
 			    quote(v, q, sizeof(q)));
-	} else if (strcmp(k, "rw") == 0 || strcmp(k, "ro") == 0) {
-		add_path(ps, k, v, k[1] == 'w' ? &st->rw : &st->ro);
-	} else if (strcmp(k, "env") == 0) {
+		break;
+	case PK_STEP_RW:
+		add_path(ps, k, v, &st->rw);
+		break;
+	case PK_STEP_RO:
+		add_path(ps, k, v, &st->ro);
+		break;
+	case PK_STEP_ENV:
 		parse_env(ps, v, &st->env);
-	} else if (strcmp(k, "secrets") == 0) {
+		break;
+	case PK_STEP_SECRETS:
 		parse_names(ps, "secrets", v, &st->secrets,
 		    &ps->plan->secrets);
-	} else if (strcmp(k, "capture") == 0) {
+		break;
+	case PK_STEP_CAPTURE:
 		parse_capture(ps, v, &st->capture);
-	} else if (strcmp(k, "on_failure") == 0) {
+		break;
+	case PK_STEP_ON_FAILURE:
 		if (strcmp(v, "stop") == 0)
 			st->on_failure_continue = 0;
 		else if (strcmp(v, "continue") == 0)
@@ -764,12 +843,10 @@ step_entry(struct parse *ps, const char *k, const char *v)
 		else
 			perr(ps, "on_failure: '%s': want stop or continue",
 			    quote(v, q, sizeof(q)));
-	} else if (strcmp(k, "sandbox") == 0) {
-		if ((b = parse_sandbox(v)) == -2)
-			perr(ps, "sandbox: '%s': want bwrap or none",
-			    quote(v, q, sizeof(q)));
-		else
-			st->sandbox = b;
+		break;
+	case PK_STEP_SANDBOX:
+		set_sandbox(ps, v, &st->sandbox);
+		break;
 	}
 }
 
@@ -927,8 +1004,8 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 
 	if (pl->name == NULL && pl->base != NULL) {
 		if (!rp_valid_name(pl->base, strlen(pl->base)))
-			rp_errs_add(errs, file, ps.seen_replay[15] ?
-			    ps.seen_replay[15] : 1, "the plan's base name "
+			rp_errs_add(errs, file, ps.replay_line ?
+			    ps.replay_line : 1, "the plan's base name "
 			    "'%s' is not a run name (1 to 64 of A-Z a-z 0-9 . "
 			    "_ -): set name =", pl->base);
 		else if ((pl->name = eg_strdup(pl->base)) == NULL)
