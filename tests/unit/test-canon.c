@@ -148,6 +148,35 @@ main(void)
 	    "refused");
 	json_decref(a);
 
+	/* the cap: REC_CANON_MAX bytes are written, one more is refused */
+	{
+		size_t n = REC_CANON_MAX - 2, len = 0;
+		char *big = malloc(n + 1);
+
+		if (big == NULL)
+			return 1;
+		memset(big, 'a', n + 1);
+		v = json_stringn_nocheck(big, n);
+		s = rec_canon_dump(v, &len);
+		ok(s != NULL && len == REC_CANON_MAX && s[len] == '\0',
+		    "a value of REC_CANON_MAX bytes written");
+		free(s);
+		json_decref(v);
+		v = json_stringn_nocheck(big, n + 1);
+		errno = 0;
+		ok(rec_canon_dump(v, &len) == NULL && errno == EFBIG,
+		    "one byte past REC_CANON_MAX refused (EFBIG)");
+		json_decref(v);
+		/* escapes count: 1 byte in, 6 out */
+		memset(big, '\001', n / 5);
+		v = json_stringn_nocheck(big, n / 5);
+		errno = 0;
+		ok(rec_canon_dump(v, &len) == NULL && errno == EFBIG,
+		    "escapes past REC_CANON_MAX refused (EFBIG)");
+		json_decref(v);
+		free(big);
+	}
+
 	/* round trip through jansson's parser */
 	o = json_loads("{ \"z\" : [ 1 , \"\\u00e9\\ud83d\\ude00\\u0007\" ],"
 	    "\"A\":{\"y\":null,\"x\":true} }", 0, NULL);

@@ -1,6 +1,6 @@
 /*
- * canon.c: canonical JSON writer (see canon.h for the rules).  A small
- * growable buffer and a recursive walk; keys are sorted with memcmp on
+ * canon.c: canonical JSON writer (see canon.h for the rules).  An eg_buf
+ * capped at REC_CANON_MAX and a recursive walk; keys are sorted with memcmp on
  * their UTF-8 bytes, which orders them by code point (not by UTF-16 code
  * unit as RFC 8785 does: U+FF61 sorts before U+1F600 here).
  */
@@ -13,37 +13,20 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "canon.h"
 
 #define CANON_DEPTH	64
 
-struct cbuf {
-	char	*p;
-	size_t	 len, cap;
-};
-
+/* Append under buf.h's overflow rule; -1 with errno EFBIG past the cap,
+ * ENOMEM when the buffer cannot grow. */
 static int
-cb_add(struct cbuf *b, const void *s, size_t n)
+cb_add(struct eg_buf *b, const void *s, size_t n)
 {
-	char *np;
-	size_t ncap;
-
-	if (n > SIZE_MAX / 2 - b->len - 1) {
-		errno = ENOMEM;
+	if (eg_buf_add(b, s, n) == -1) {
+		errno = eg_buf_failed(b) == EG_BUF_FULL ? EFBIG : ENOMEM;
 		return -1;
 	}
-	if (b->len + n + 1 > b->cap) {
-		ncap = b->cap ? b->cap : 256;
-		while (ncap < b->len + n + 1)
-			ncap *= 2;
-		if ((np = eg_realloc(b->p, ncap)) == NULL)
-			return -1;
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
 	return 0;
 }
 
@@ -88,7 +71,7 @@ utf8_valid(const unsigned char *s, size_t n)
 }
 
 static int
-cb_string(struct cbuf *b, const char *s, size_t n)
+cb_string(struct eg_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char esc[6];
@@ -156,7 +139,7 @@ ckey_cmp(const void *a, const void *b)
 }
 
 static int
-cb_value(struct cbuf *b, const json_t *v, int depth)
+cb_value(struct eg_buf *b, const json_t *v, int depth)
 {
 	char num[32];
 	struct ckey *keys;
@@ -226,20 +209,21 @@ cb_value(struct cbuf *b, const json_t *v, int depth)
 char *
 rec_canon_dump(const json_t *v, size_t *len)
 {
-	struct cbuf b = { NULL, 0, 0 };
+	/* the bytes and their NUL */
+	struct eg_buf b = EG_BUF_HEAP((size_t)REC_CANON_MAX + 1);
 	int saved;
 
 	if (v == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (cb_value(&b, v, 0) == -1) {
+	if (cb_value(&b, v, 0) == -1 || cb_add(&b, "", 1) == -1) {
 		saved = errno;
-		eg_free(b.p);
+		eg_buf_clear(&b);
 		errno = saved;
 		return NULL;
 	}
 	if (len != NULL)
-		*len = b.len;
-	return b.p;
+		*len = eg_buf_len(&b) - 1;
+	return eg_buf_data(&b);
 }

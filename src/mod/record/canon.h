@@ -18,11 +18,15 @@
 
 #include <jansson.h>
 
+/* The longest canonical form written: REC_JSON_MAX (seal.h), the
+ * longest record.json that record check reads. */
+#define REC_CANON_MAX	(16u << 20)
+
 /*
  * The canonical bytes of v in a buffer from eg_malloc() (NUL-terminated,
  * *len bytes without the NUL; free it with eg_free()).  NULL with errno
  * EINVAL (a real, a string or key that is not valid UTF-8, nesting deeper
- * than 64) or ENOMEM.
+ * than 64), EFBIG (longer than REC_CANON_MAX bytes) or ENOMEM.
  */
 char	*rec_canon_dump(const json_t *v, size_t *len);
 

@@ -34,6 +34,9 @@
 #include "record.h"
 #include "seal.h"
 
+/* record check reads every record.json that seal writes */
+_Static_assert(REC_CANON_MAX == REC_JSON_MAX, "record.json's two caps");
+
 static const char seal_usage[] =
 "usage: egressd record seal [--key KEY] [--fd N] DIR\n";
 
@@ -924,10 +927,14 @@ rec_seal_at(int dirfd, const char *key, char *err, size_t errlen)
 	}
 	usage_sum(rec, steps);
 	if ((buf = rec_canon_dump(rec, &len)) == NULL) {
-		snprintf(err, errlen, "record.json: %s", errno == EINVAL ?
-		    "a value cannot be written canonically (a real number, "
-		    "or invalid UTF-8, in run.json, a receipt or a file "
-		    "name)" : strerror(errno));
+		if (errno == EFBIG)
+			snprintf(err, errlen, "record.json: longer than %u "
+			    "bytes", REC_CANON_MAX);
+		else
+			snprintf(err, errlen, "record.json: %s", errno ==
+			    EINVAL ? "a value cannot be written canonically "
+			    "(a real number, or invalid UTF-8, in run.json, a "
+			    "receipt or a file name)" : strerror(errno));
 		goto out;
 	}
 	if (mc_write_atomic(dirfd, "record.json", buf, len, 0644) == -1) {
