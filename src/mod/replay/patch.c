@@ -33,12 +33,15 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "capture.h"
 #include "patch.h"
 #include "../common/fsutil.h"
 
 #define GIT_ERR_MAX	512		/* bytes of git's stderr kept */
 #define EXCLUDE_MAX	(1024 * 1024)	/* the repository's info/exclude */
+/* ours: the repository's, a newline, two escaped record-directory lines */
+#define EXCLUDE_OUT_MAX	(EXCLUDE_MAX + 1 + 2 * (2 * PATH_MAX + 2))
 
 /* What every git invocation runs with (paths absolute). */
 struct gitctx {
@@ -528,38 +531,10 @@ snapshot(const struct gitctx *g, const char *index, const char *base,
 	return 0;
 }
 
-/* A growable text buffer (info/exclude); oom sticks. */
-struct sbuf {
-	char	*p;
-	size_t	 len, cap;
-	int	 oom;
-};
-
+/* Append an anchored, escaped exclude line for dir (under top); a
+ * failure sticks in b (buf.h). */
 static void
-sb_add(struct sbuf *b, const char *s, size_t n)
-{
-	char *np;
-	size_t ncap;
-
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		ncap = (b->len + n + 1) * 2;
-		if ((np = eg_realloc(b->p, ncap)) == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-/* Append an anchored, escaped exclude line for dir (under top). */
-static void
-exclude_line(struct sbuf *b, const char *top, const char *dir)
+exclude_line(struct eg_buf *b, const char *top, const char *dir)
 {
 	const char *rel;
 
@@ -568,10 +543,10 @@ exclude_line(struct sbuf *b, const char *top, const char *dir)
 	rel = dir + (strcmp(top, "/") == 0 ? 0 : strlen(top));
 	for (; *rel != '\0'; rel++) {
 		if (strchr("*?[]\\!# ", *rel) != NULL)
-			sb_add(b, "\\", 1);
-		sb_add(b, rel, 1);
+			(void)eg_buf_add(b, "\\", 1);
+		(void)eg_buf_add(b, rel, 1);
 	}
-	sb_add(b, "/\n", 2);
+	(void)eg_buf_add(b, "/\n", 2);
 }
 
 static int
@@ -605,7 +580,7 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 	    "[gc]\n\tauto = 0\n"
 	    "[maintenance]\n\tauto = false\n";
 	char cfg[1024], ppath[PATH_MAX + 8], privp[PATH_MAX];
-	struct sbuf b = { NULL, 0, 0, 0 };
+	struct eg_buf b = EG_BUF_HEAP(EXCLUDE_OUT_MAX);
 	ssize_t n;
 	int gfd = -1, ifd = -1, rc = -1;
 
@@ -637,8 +612,8 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 		if (ex != NULL) {
 			n = read_small(AT_FDCWD, ppath, ex, EXCLUDE_MAX + 1);
 			if (n > 0) {
-				sb_add(&b, ex, (size_t)n);
-				sb_add(&b, "\n", 1);
+				(void)eg_buf_add(&b, ex, (size_t)n);
+				(void)eg_buf_add(&b, "\n", 1);
 			}
 			eg_free(ex);
 		}
@@ -655,12 +630,12 @@ setup_gitdir(const struct gitctx *g, const char *common, int sha256,
 			exclude_line(&b, g->top, privp);
 		}
 	}
-	if (b.oom) {
-		errno = ENOMEM;
+	if (eg_buf_failed(&b)) {
+		errno = eg_buf_failed(&b) == EG_BUF_FULL ? EFBIG : ENOMEM;
 		goto fail;
 	}
-	if (mc_write_atomic(ifd, "exclude", b.p != NULL ? b.p : "", b.len,
-	    0600) < 0)
+	if (mc_write_atomic(ifd, "exclude", eg_buf_len(&b) != 0 ?
+	    eg_buf_data(&b) : "", eg_buf_len(&b), 0600) < 0)
 		goto fail;
 	rc = 0;
 	goto out;
@@ -668,7 +643,7 @@ fail:
 	why_set(why, whylen, "private git directory: %s%s", strerror(errno),
 	    "");
 out:
-	eg_free(b.p);
+	eg_buf_clear(&b);
 	if (gfd >= 0)
 		close(gfd);
 	if (ifd >= 0)
