@@ -19,7 +19,6 @@
 #include "inilex.h"
 #include "plan.h"
 
-#define ERRS_MAX	(64 * 1024)
 #define KEY_MAX		63
 #define VALUE_MAX	8192
 
@@ -94,45 +93,34 @@ void
 rp_errs_add(struct rp_errs *e, const char *file, int line, const char *fmt,
     ...)
 {
-	char msg[1024], *nb;
+	char msg[1024];
 	va_list ap;
-	int n;
 	size_t need;
 
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	e->n++;
+	if (e->b.max == 0)
+		eg_buf_init_heap(&e->b, RP_ERRS_MAX - 1);
 	if (line > 0)
 		need = (size_t)snprintf(NULL, 0, "%s:%d: %s\n", file, line, msg);
 	else
 		need = (size_t)snprintf(NULL, 0, "%s: %s\n", file, msg);
-	if (e->len + need + 1 > ERRS_MAX)
+	/* left out whole, and the buffer's error not set: a later, shorter
+	 * line may still fit */
+	if (need > eg_buf_room(&e->b))
 		return;
-	if (e->len + need + 1 > e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 1024;
-
-		while (cap < e->len + need + 1)
-			cap *= 2;
-		if ((nb = eg_realloc(e->buf, cap)) == NULL)
-			return;
-		e->buf = nb;
-		e->cap = cap;
-	}
 	if (line > 0)
-		n = snprintf(e->buf + e->len, e->cap - e->len, "%s:%d: %s\n",
-		    file, line, msg);
+		(void)eg_buf_printf(&e->b, "%s:%d: %s\n", file, line, msg);
 	else
-		n = snprintf(e->buf + e->len, e->cap - e->len, "%s: %s\n",
-		    file, msg);
-	if (n > 0)
-		e->len += (size_t)n;
+		(void)eg_buf_printf(&e->b, "%s: %s\n", file, msg);
 }
 
 void
 rp_errs_free(struct rp_errs *e)
 {
-	eg_free(e->buf);
+	eg_buf_clear(&e->b);
 	memset(e, 0, sizeof(*e));
 }
 

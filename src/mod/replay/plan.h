@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 #define RP_NAME_MAX	64
 #define RP_MAX_STEPS	99	/* NN in steps/NN-NAME */
 #define RP_PLAN_MAX	(1024 * 1024)	/* bytes of plan text */
@@ -57,11 +59,15 @@ struct rp_plan {
 	size_t		 nsteps;
 };
 
-/* Errors: "FILE:LINE: message" lines, bounded. */
+/*
+ * Errors: "FILE:LINE: message" lines in an eg_buf of at most
+ * RP_ERRS_MAX - 1 bytes (a line that does not fit whole is left out);
+ * n counts them all.  A zeroed struct is an empty one.
+ */
+#define RP_ERRS_MAX	(64 * 1024)
 struct rp_errs {
-	char	*buf;
-	size_t	 len, cap;
-	int	 n;
+	struct eg_buf	 b;
+	int		 n;
 };
 
 /*

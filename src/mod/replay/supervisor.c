@@ -102,8 +102,11 @@ load_plan(const char *path, const char *plandir, const char *text,
 			egress_free(ex);
 	}
 	if (errs.n > 0) {
-		fputs(errs.buf != NULL ? errs.buf : "egressd replay: plan "
-		    "error\n", stderr);
+		if (eg_buf_len(&errs.b) != 0)
+			(void)fwrite(eg_buf_data(&errs.b), 1,
+			    eg_buf_len(&errs.b), stderr);
+		else
+			fputs("egressd replay: plan error\n", stderr);
 		rp_errs_free(&errs);
 		rp_plan_free(p);
 		return NULL;
