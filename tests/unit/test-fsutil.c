@@ -221,6 +221,27 @@ main(void)
 	    "sha256 of fd = sha256(abc)");
 	is_int(sz, 3, "size 3");
 
+	/* mc_read_fd: up to max bytes, NUL-terminated; one more is EFBIG */
+	{
+		char *r;
+		size_t n = 99;
+
+		fd = openat(dfd, "t/a/f", O_RDONLY);
+		r = mc_read_fd(fd, 3, &n);
+		ok(r != NULL && n == 3 && memcmp(r, "abc", 4) == 0,
+		    "read_fd: 3 bytes with max 3");
+		free(r);
+		(void)lseek(fd, 0, SEEK_SET);
+		errno = 0;
+		ok(mc_read_fd(fd, 2, &n) == NULL && errno == EFBIG,
+		    "read_fd: 3 bytes with max 2 refused (EFBIG)");
+		(void)lseek(fd, 3, SEEK_SET);
+		r = mc_read_fd(fd, 0, &n);
+		ok(r != NULL && n == 0 && r[0] == '\0', "read_fd: at EOF: empty");
+		free(r);
+		close(fd);
+	}
+
 	close(dfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
 	if (system(cmd) != 0)

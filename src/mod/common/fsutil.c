@@ -28,6 +28,59 @@
 
 int mc_open_beneath_no_openat2;
 
+ssize_t
+mc_read(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	while ((n = read(fd, buf, len)) == -1 && errno == EINTR)
+		;
+	return n;
+}
+
+char *
+mc_read_fd(int fd, size_t max, size_t *len)
+{
+	char *buf = NULL, *nb;
+	size_t n = 0, cap = 0;
+	ssize_t r;
+	int saved;
+
+	/* read until EOF, at most max + 1 bytes (one more is "too big") */
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) {
+				errno = EFBIG;
+				goto fail;
+			}
+			cap = cap ? cap * 2 : 8192;
+			if (cap > max + 1)
+				cap = max + 1;
+			if ((nb = eg_realloc(buf, cap + 1)) == NULL)
+				goto fail;
+			buf = nb;
+		}
+		if ((r = mc_read(fd, buf + n, cap - n)) == -1)
+			goto fail;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > max) {
+		errno = EFBIG;
+		goto fail;
+	}
+	buf[n] = '\0';
+	if (len != NULL)
+		*len = n;
+	return buf;
+fail:
+	saved = errno;
+	eg_free(buf);
+	errno = saved;
+	return NULL;
+}
+
 int
 mc_write_all(int fd, const void *buf, size_t len)
 {
@@ -328,10 +381,8 @@ mc_sha256_fd(int fd, char out[65], uint64_t *size)
 
 	eg_sha256_init(&c);
 	for (;;) {
-		n = read(fd, buf, sizeof(buf));
+		n = mc_read(fd, buf, sizeof(buf));
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
 			e = errno;
 			eg_sha256_free(&c);
 			errno = e;

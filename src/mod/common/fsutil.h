@@ -19,6 +19,15 @@
  * (ELOOP), a directory too (EISDIR).  On failure the temp file is gone.
  * dirfd may be AT_FDCWD.  0 or -1 with errno.
  */
+/* read(2), again after EINTR: the bytes read, 0 at EOF, or -1. */
+ssize_t	mc_read(int fd, void *buf, size_t len);
+/*
+ * The rest of fd (to EOF) in a buffer from eg_malloc(), NUL-terminated,
+ * *len (when not NULL) its bytes without the NUL.  NULL with errno EFBIG
+ * when fd holds more than max bytes (at most max + 1 are read), else as
+ * read(2), or ENOMEM.  fd stays open.
+ */
+char	*mc_read_fd(int fd, size_t max, size_t *len);
 /* write(2) all of buf, again after EINTR and short writes.  0 or -1. */
 int	mc_write_all(int fd, const void *buf, size_t len);
 int	mc_write_atomic(int dirfd, const char *name, const void *buf,

@@ -773,10 +773,8 @@ check_audit_config(struct rc *c)
 		    rec_open_error(errno, type));
 		return;
 	}
-	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) !=
-	    0) {
-		if (r == -1 && errno == EINTR)
-			continue;
+	while (n < sizeof(buf) && (r = mc_read(fd, buf + n, sizeof(buf) -
+	    n)) != 0) {
 		if (r == -1)
 			break;
 		if (memchr(buf + n, '\n', (size_t)r) != NULL) {
@@ -988,10 +986,7 @@ check_decisions(struct rc *c)
 		goto out;
 	}
 	for (;;) {
-		r = read(fd, buf, sizeof(buf));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
+		if ((r = mc_read(fd, buf, sizeof(buf))) == -1) {
 			snprintf(why, sizeof(why), "%s: %s", file,
 			    strerror(errno));
 			bad = 1;

@@ -119,53 +119,16 @@ char *
 rec_read_file(int dirfd, const char *path, size_t max, size_t *len,
     mode_t *type)
 {
-	char *buf = NULL, *nb;
-	size_t n = 0, cap = 0;
-	ssize_t r;
+	char *buf;
 	int fd, saved;
 
 	if ((fd = rec_open_reg(dirfd, path, type)) == -1)
 		return NULL;
-	/* read until EOF, at most max + 1 bytes (one more is "too big") */
-	for (;;) {
-		if (n == cap) {
-			if (cap > max) {
-				errno = EFBIG;
-				goto fail;
-			}
-			cap = cap ? cap * 2 : 8192;
-			if (cap > max + 1)
-				cap = max + 1;
-			if ((nb = eg_realloc(buf, cap + 1)) == NULL)
-				goto fail;
-			buf = nb;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			goto fail;
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n > max) {
-		errno = EFBIG;
-		goto fail;
-	}
-	if (buf == NULL && (buf = eg_malloc(1)) == NULL)
-		goto fail;
-	buf[n] = '\0';
-	close(fd);
-	if (len != NULL)
-		*len = n;
-	return buf;
-fail:
+	buf = mc_read_fd(fd, max, len);
 	saved = errno;
-	eg_free(buf);
 	close(fd);
 	errno = saved;
-	return NULL;
+	return buf;
 }
 
 json_t *
@@ -316,10 +279,7 @@ rec_audit_tail(int fd, uint64_t *lines, char head[65])
 
 	head[0] = '\0';
 	for (;;) {
-		r = read(fd, buf, sizeof(buf));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
+		if ((r = mc_read(fd, buf, sizeof(buf))) == -1)
 			return -1;
 		if (r == 0)
 			break;

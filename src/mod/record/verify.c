@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "record.h"
+#include "../common/fsutil.h"
 #include "verify.h"
 
 #define REC_BLOCK	(1u << 20)	/* read(2) size */
@@ -379,10 +380,7 @@ run_fd(struct vfile *f, int fd, char *blk, char *lbuf)
 	int toolong = 0;
 
 	for (;;) {
-		r = read(fd, blk, REC_BLOCK);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
+		if ((r = mc_read(fd, blk, REC_BLOCK)) == -1)
 			return -1;
 		if (r == 0)
 			break;

@@ -91,9 +91,7 @@ read_small(int dirfd, const char *path, char *buf, size_t cap)
 	if ((fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		return -1;
 	while ((size_t)off < cap - 1) {
-		n = read(fd, buf + off, cap - 1 - (size_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = mc_read(fd, buf + off, cap - 1 - (size_t)off);
 		if (n <= 0)
 			break;
 		off += n;

@@ -115,42 +115,17 @@ rp_rmtree(int dfd, const char *name)
 char *
 rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp)
 {
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd;
+	char *buf;
+	int fd, saved;
 
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return NULL;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			if ((nb = eg_realloc(buf, cap)) == NULL)
-				goto fail;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max) {
-			errno = EFBIG;
-			goto fail;
-		}
-	}
+	buf = mc_read_fd(fd, max, lenp);
+	saved = errno;
 	close(fd);
-	buf[len] = '\0';
-	*lenp = len;
+	errno = saved;
 	return buf;
-fail:
-	close(fd);
-	eg_free(buf);
-	return NULL;
 }
 
 const char *
