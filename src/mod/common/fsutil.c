@@ -28,6 +28,15 @@
 
 int mc_open_beneath_no_openat2;
 
+void
+mc_close_errno(int fd)
+{
+	int e = errno;
+
+	(void)close(fd);
+	errno = e;
+}
+
 ssize_t
 mc_read(int fd, void *buf, size_t len)
 {
@@ -311,9 +320,7 @@ open_walk(int dirfd, const char *path, int flags)
 	}
 out:
 	if (cur != dirfd) {
-		e = errno;
-		close(cur);
-		errno = e;
+		mc_close_errno(cur);
 	}
 	return fd;
 }

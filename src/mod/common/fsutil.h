@@ -28,6 +28,8 @@ ssize_t	mc_read(int fd, void *buf, size_t len);
  * read(2), or ENOMEM.  fd stays open.
  */
 char	*mc_read_fd(int fd, size_t max, size_t *len);
+/* close(2) fd and leave errno as it was (on a failure path). */
+void	mc_close_errno(int fd);
 /* write(2) all of buf, again after EINTR and short writes.  0 or -1. */
 int	mc_write_all(int fd, const void *buf, size_t len);
 int	mc_write_atomic(int dirfd, const char *name, const void *buf,

@@ -64,7 +64,7 @@ int
 rec_open_reg(int dirfd, const char *path, mode_t *type)
 {
 	struct stat s1, s2;
-	int pfd, fd, saved;
+	int pfd, fd;
 
 	if (type != NULL)
 		*type = 0;
@@ -72,9 +72,7 @@ rec_open_reg(int dirfd, const char *path, mode_t *type)
 	if ((pfd = mc_open_beneath(dirfd, path, O_PATH)) == -1)
 		return -1;
 	if (fstat(pfd, &s1) == -1) {
-		saved = errno;
-		close(pfd);
-		errno = saved;
+		mc_close_errno(pfd);
 		return -1;
 	}
 	close(pfd);
@@ -120,14 +118,12 @@ rec_read_file(int dirfd, const char *path, size_t max, size_t *len,
     mode_t *type)
 {
 	char *buf;
-	int fd, saved;
+	int fd;
 
 	if ((fd = rec_open_reg(dirfd, path, type)) == -1)
 		return NULL;
 	buf = mc_read_fd(fd, max, len);
-	saved = errno;
-	close(fd);
-	errno = saved;
+	mc_close_errno(fd);
 	return buf;
 }
 
@@ -443,9 +439,7 @@ dir_names(int fd, size_t *np)
 
 	*np = 0;
 	if ((d = fdopendir(fd)) == NULL) {
-		saved = errno;
-		close(fd);
-		errno = saved;
+		mc_close_errno(fd);
 		return NULL;
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {

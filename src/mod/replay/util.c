@@ -116,15 +116,13 @@ char *
 rp_slurp(int dirfd, const char *path, size_t max, size_t *lenp)
 {
 	char *buf;
-	int fd, saved;
+	int fd;
 
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return NULL;
 	buf = mc_read_fd(fd, max, lenp);
-	saved = errno;
-	close(fd);
-	errno = saved;
+	mc_close_errno(fd);
 	return buf;
 }
 
@@ -290,9 +288,7 @@ rp_lock(int dirfd, int *lockfd, long *holder)
 	if (fd == -1)
 		return -1;
 	if (fstat(fd, &st) == -1) {
-		e = errno;
-		close(fd);
-		errno = e;
+		mc_close_errno(fd);
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
