@@ -333,19 +333,29 @@ key_of(enum sect sect, const char *k)
 }
 
 /*
- * Key i at this line: 0, or -1 (reported) when it is given a second
- * time in its section and may not be.
+ * Key k of the current section (sect) at this line: its id, or -1
+ * (reported) when the section has no such key, or has it already and it
+ * may not repeat.
  */
 static int
-key_seen(struct parse *ps, int i, const char *k)
+key_take(struct parse *ps, enum sect sect, const char *k)
 {
+	char q[400];
+	int i;
+
+	if ((i = key_of(sect, k)) == -1) {
+		perr(ps, "unknown key '%s' in [%s%s]", quote(k, q, sizeof(q)),
+		    sect == S_STEP ? "step:" : "replay",
+		    sect == S_STEP ? ps->step->name : "");
+		return -1;
+	}
 	if (!(plan_keys[i].flags & PKF_REPEAT) && ps->seen[i] != 0) {
 		perr(ps, "duplicate key '%s' (first at line %d)", k,
 		    ps->seen[i]);
 		return -1;
 	}
 	ps->seen[i] = ps->ini.line;
-	return 0;
+	return i;
 }
 
 /* Absolute path of p relative to base; NULL on OOM. */
@@ -708,20 +718,16 @@ section_start(void *arg, const char *s, size_t n)
 	ps->sect = S_SKIP;
 }
 
+/* A key = value line of [replay] or of a [step:NAME]. */
 static void
-replay_entry(struct parse *ps, const char *k, const char *v)
+entry(struct parse *ps, const char *k, const char *v)
 {
 	struct rp_plan *pl = ps->plan;
+	struct rp_step *st = ps->step;
 	char q[400];
 	int i;
 
-	i = key_of(S_REPLAY, k);
-	if (i == -1) {
-		perr(ps, "unknown key '%s' in [replay]", quote(k, q,
-		    sizeof(q)));
-		return;
-	}
-	if (key_seen(ps, i, k) == -1)
+	if ((i = key_take(ps, ps->sect, k)) == -1)
 		return;
 	switch (i) {
 	case PK_NAME:
@@ -762,25 +768,6 @@ replay_entry(struct parse *ps, const char *k, const char *v)
 	case PK_PUBLIC:
 		set_bool(ps, k, v, &pl->public);
 		break;
-	}
-}
-
-static void
-step_entry(struct parse *ps, const char *k, const char *v)
-{
-	struct rp_step *st = ps->step;
-	char q[400];
-	int i;
-
-	i = key_of(S_STEP, k);
-	if (i == -1) {
-		perr(ps, "unknown key '%s' in [step:%s]", quote(k, q,
-		    sizeof(q)), st->name);
-		return;
-	}
-	if (key_seen(ps, i, k) == -1)
-		return;
-	switch (i) {
 	case PK_STEP_PHASE:
 		if (!rp_valid_name(v, strlen(v))) {
 			perr(ps, "phase: '%s' is not a phase name",
@@ -853,10 +840,8 @@ handler(void *arg, const char *section, const char *name, const char *value)
 	case S_SKIP:
 		break;
 	case S_REPLAY:
-		replay_entry(ps, ps->ini.key, value);
-		break;
 	case S_STEP:
-		step_entry(ps, ps->ini.key, value);
+		entry(ps, ps->ini.key, value);
 		break;
 	}
 	return 1;
