@@ -475,13 +475,32 @@ check_entry(struct rc *c, const char *dir, const json_t *e, int manifest,
 	return why;
 }
 
+/* check_entry() on every entry of files (manifest: they are a step's
+ * manifest); the first failure reported under what.  Their count, or -1
+ * after a failure. */
+static long
+check_each(struct rc *c, const json_t *files, const char *dir, int manifest,
+    const char *what)
+{
+	char why[REC_PATH_MAX + 400];
+	size_t i;
+
+	for (i = 0; i < json_array_size(files); i++)
+		if (check_entry(c, dir, json_array_get(files, i), manifest,
+		    why, sizeof(why)) != NULL) {
+			report(c, 0, what, "%s", why);
+			return -1;
+		}
+	return (long)i;
+}
+
 static void
 check_files(struct rc *c, const json_t *s)
 {
 	const json_t *man = json_object_get(s, "manifest");
-	char dir[300], path[400], err[512], why[4400];
+	char dir[300], path[400], err[512];
 	json_t *disk, *f;
-	size_t i;
+	long n;
 
 	step_dir(s, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
@@ -503,14 +522,9 @@ check_files(struct rc *c, const json_t *s)
 		return;
 	}
 	json_decref(f);
-	for (i = 0; i < json_array_size(man); i++)
-		if (check_entry(c, dir, json_array_get(man, i), 1, why,
-		    sizeof(why)) != NULL) {
-			report(c, 0, dir, "%s", why);
-			return;
-		}
-	report(c, 1, dir, "%zu captured file%s match the manifest", i,
-	    i == 1 ? "" : "s");
+	if ((n = check_each(c, man, dir, 1, dir)) != -1)
+		report(c, 1, dir, "%ld captured file%s match the manifest", n,
+		    n == 1 ? "" : "s");
 }
 
 /* A "files" list (of the step folder dir, or of DIR: dir NULL) against
@@ -519,17 +533,11 @@ static void
 check_listed(struct rc *c, const json_t *files, const char *dir,
     const char *what)
 {
-	char why[REC_PATH_MAX + 400];
-	size_t i;
+	long n;
 
-	for (i = 0; i < json_array_size(files); i++)
-		if (check_entry(c, dir, json_array_get(files, i), 0, why,
-		    sizeof(why)) != NULL) {
-			report(c, 0, what, "%s", why);
-			return;
-		}
-	report(c, 1, what, "%zu %sfile%s match the record", i,
-	    dir != NULL ? "other " : "", i == 1 ? "" : "s");
+	if ((n = check_each(c, files, dir, 0, what)) != -1)
+		report(c, 1, what, "%ld %sfile%s match the record", n,
+		    dir != NULL ? "other " : "", n == 1 ? "" : "s");
 }
 
 /* --- coverage: every entry of DIR is in the record ----------------------- */
@@ -1120,16 +1128,10 @@ rec_check_main(int argc, char *argv[])
 {
 	static const char *const names[] = { "pubkey", NULL };
 	const char *pubkey = NULL;
-	int i;
+	int i, rc;
 
-	i = rec_opts(argc, argv, "check", names, &pubkey);
-	if (i == -2) {
-		fputs(check_usage, stdout);
-		return 0;
-	}
-	if (i < 0 || argc - i != 1) {
-		fputs(check_usage, stderr);
-		return 2;
-	}
+	if ((i = rec_opts1(argc, argv, "check", check_usage, names, &pubkey,
+	    &rc)) == -1)
+		return rc;
 	return rec_check(argv[i], pubkey);
 }

@@ -1008,6 +1008,19 @@ rec_opts(int argc, char *argv[], const char *cmd,
 }
 
 int
+rec_opts1(int argc, char *argv[], const char *cmd, const char *usage,
+    const char *const *names, const char **values, int *rc)
+{
+	int i = rec_opts(argc, argv, cmd, names, values);
+
+	if (i >= 0 && argc - i == 1)
+		return i;
+	fputs(usage, i == -2 ? stdout : stderr);
+	*rc = i == -2 ? 0 : 2;
+	return -1;
+}
+
+int
 rec_seal_main(int argc, char *argv[])
 {
 	static const char *const names[] = { "key", "fd", NULL };
@@ -1016,15 +1029,9 @@ rec_seal_main(int argc, char *argv[])
 	long fd;
 	int i, rc;
 
-	i = rec_opts(argc, argv, "seal", names, vals);
-	if (i == -2) {
-		fputs(seal_usage, stdout);
-		return 0;
-	}
-	if (i < 0 || argc - i != 1) {
-		fputs(seal_usage, stderr);
-		return 2;
-	}
+	if ((i = rec_opts1(argc, argv, "seal", seal_usage, names, vals,
+	    &rc)) == -1)
+		return rc;
 	if (vals[1] == NULL)
 		rc = rec_seal(argv[i], vals[0], err, sizeof(err));
 	else {

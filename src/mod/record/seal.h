@@ -118,5 +118,9 @@ void	rec_strv_free(char **v, size_t n);
  * usage error (printed), -2 --help.  Thread-safe (no getopt). */
 int	rec_opts(int argc, char *argv[], const char *cmd,
 	    const char *const *names, const char **values);
+/* rec_opts() for a command of one operand: its index, or -1 with usage
+ * printed (--help: on stdout, *rc 0; a usage error: stderr, *rc 2). */
+int	rec_opts1(int argc, char *argv[], const char *cmd, const char *usage,
+	    const char *const *names, const char **values, int *rc);
 
 #endif
