@@ -353,6 +353,14 @@ run_git(const struct gitctx *g, const char *index, const char *const *sub,
 		"-c", "color.ui=false",
 		"-c", "index.version=2",
 	};
+	/* after PATH, HOME, XDG_CONFIG_HOME and the GIT_ paths (9 at most) */
+	static const char *const fixed_env[] = {
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_SYSTEM=/dev/null",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1",
+		"GIT_PAGER=cat", "PAGER=cat", "GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0",
+		"GIT_NOGLOB_PATHSPECS=1", "LC_ALL=C", "TZ=UTC",
+	};
 	struct {
 		char	path[64], home[PATH_MAX + 8], xdg[PATH_MAX + 40];
 		char	dir[PATH_MAX + 16], wt[PATH_MAX + 16];
@@ -400,18 +408,8 @@ run_git(const struct gitctx *g, const char *index, const char *const *sub,
 		add_env(envp, &ne, e->alt, sizeof(e->alt),
 		    "GIT_ALTERNATE_OBJECT_DIRECTORIES", e->altq);
 	}
-	envp[ne++] = (char *)"GIT_CONFIG_NOSYSTEM=1";
-	envp[ne++] = (char *)"GIT_CONFIG_SYSTEM=/dev/null";
-	envp[ne++] = (char *)"GIT_CONFIG_GLOBAL=/dev/null";
-	envp[ne++] = (char *)"GIT_ATTR_NOSYSTEM=1";
-	envp[ne++] = (char *)"GIT_PAGER=cat";
-	envp[ne++] = (char *)"PAGER=cat";
-	envp[ne++] = (char *)"GIT_TERMINAL_PROMPT=0";
-	envp[ne++] = (char *)"GIT_NO_REPLACE_OBJECTS=1";
-	envp[ne++] = (char *)"GIT_OPTIONAL_LOCKS=0";
-	envp[ne++] = (char *)"GIT_NOGLOB_PATHSPECS=1";
-	envp[ne++] = (char *)"LC_ALL=C";
-	envp[ne++] = (char *)"TZ=UTC";
+	for (i = 0; i < sizeof(fixed_env) / sizeof(fixed_env[0]); i++)
+		envp[ne++] = unconst(fixed_env[i]);
 	envp[ne] = NULL;
 
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
