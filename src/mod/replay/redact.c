@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "../common/fsutil.h"
 #include "redact.h"
 
@@ -323,32 +324,14 @@ rp_redact_fd(struct rp_redactor *r, int in, int out, uint64_t *hits)
 	return rp_redact_fd_max(r, in, out, 0, hits, NULL);
 }
 
-struct memout {
-	char	*buf;
-	size_t	 len, cap;
-};
-
+/* rp_redact_mem's output: an eg_buf (buf.h's overflow rule). */
 static int
 memout_emit(void *arg, const void *buf, size_t len)
 {
-	struct memout *m = arg;
-	char *nb;
-	size_t ncap;
-
-	if (m->len + len + 1 > m->cap) {
-		ncap = m->cap ? m->cap : 256;
-		while (ncap < m->len + len + 1)
-			ncap *= 2;
-		if ((nb = eg_realloc(m->buf, ncap)) == NULL) {
-			errno = ENOMEM;
-			return -1;
-		}
-		m->buf = nb;
-		m->cap = ncap;
+	if (eg_buf_add(arg, buf, len) == -1) {
+		errno = ENOMEM;
+		return -1;
 	}
-	memcpy(m->buf + m->len, buf, len);
-	m->len += len;
-	m->buf[m->len] = '\0';
 	return 0;
 }
 
@@ -358,15 +341,18 @@ rp_redact_mem(const struct rp_secret *s, size_t n, const char *in,
 {
 	struct rp_redactor *r;
 	struct rp_rstream st;
-	struct memout m = { NULL, 0, 0 };
+	/* a value replaced is RP_REDACT_MIN bytes or more, its marker
+	 * sizeof(RP_REDACTED) - 1: the output never passes this (and its
+	 * NUL) */
+	struct eg_buf m = EG_BUF_HEAP(len + len / RP_REDACT_MIN *
+	    (sizeof(RP_REDACTED) - 1 - RP_REDACT_MIN) + 1);
 	int rc = -1;
 
 	if ((r = rp_redactor_new(s, n)) == NULL)
 		return NULL;
 	if (rp_rstream_init(&st, r, memout_emit, &m) == 0) {
-		if (memout_emit(&m, "", 0) == 0 &&
-		    rp_rstream_feed(&st, in, len) == 0 &&
-		    rp_rstream_finish(&st) == 0)
+		if (rp_rstream_feed(&st, in, len) == 0 &&
+		    rp_rstream_finish(&st) == 0 && memout_emit(&m, "", 1) == 0)
 			rc = 0;
 		if (hits != NULL)
 			*hits = st.hits;
@@ -374,10 +360,10 @@ rp_redact_mem(const struct rp_secret *s, size_t n, const char *in,
 	}
 	rp_redactor_free(r);
 	if (rc == -1) {
-		eg_free(m.buf);
+		eg_buf_clear(&m);
 		errno = ENOMEM;
 		return NULL;
 	}
-	*outlen = m.len;
-	return m.buf;
+	*outlen = eg_buf_len(&m) - 1;
+	return eg_buf_data(&m);
 }
