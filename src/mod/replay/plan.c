@@ -25,35 +25,48 @@
 enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
 
 /*
- * The key table: one row per key of a section (section, name, id,
- * flags), X-macro so that the ids and the rows cannot disagree.  A key
- * may be given once per section unless PKF_REPEAT.
+ * The key table, X-macro so that the ids and the rows cannot disagree:
+ * one row per key of a section (section, name, id, how its value is
+ * taken, the field, flags).  A KK_ kind other than KK_OWN is taken by
+ * entry() into the field at off in the section's struct (struct rp_plan
+ * for [replay], struct rp_step for [step:NAME]); KK_OWN keys by its
+ * switch.  A key may be given once per section unless PKF_REPEAT.
  */
+enum kkind {
+	KK_OWN,
+	KK_PATH,	/* char *: a path relative to the plan's folder */
+	KK_PATHS,	/* struct rp_strv: one more path (~, workdir) */
+	KK_BOOL,	/* int: yes/no */
+	KK_SANDBOX,	/* int: enum rp_sandbox */
+	KK_ENV		/* struct rp_strv: NAME=VALUE */
+};
 #define PKF_REPEAT	0x1
-#define PLAN_KEYS(X)					\
-	X(S_REPLAY, "name", PK_NAME, 0)			\
-	X(S_REPLAY, "config", PK_CONFIG, 0)		\
-	X(S_REPLAY, "workdir", PK_WORKDIR, 0)		\
-	X(S_REPLAY, "record", PK_RECORD, 0)		\
-	X(S_REPLAY, "deadline", PK_DEADLINE, 0)		\
-	X(S_REPLAY, "sandbox", PK_SANDBOX, 0)		\
-	X(S_REPLAY, "env", PK_ENV, 0)			\
-	X(S_REPLAY, "secrets", PK_SECRETS, 0)		\
-	X(S_REPLAY, "public", PK_PUBLIC, 0)		\
-	X(S_STEP, "phase", PK_STEP_PHASE, 0)		\
-	X(S_STEP, "run", PK_STEP_RUN, 0)		\
-	X(S_STEP, "shell", PK_STEP_SHELL, 0)		\
-	X(S_STEP, "timeout", PK_STEP_TIMEOUT, 0)	\
-	X(S_STEP, "rw", PK_STEP_RW, PKF_REPEAT)		\
-	X(S_STEP, "ro", PK_STEP_RO, PKF_REPEAT)		\
-	X(S_STEP, "env", PK_STEP_ENV, 0)		\
-	X(S_STEP, "secrets", PK_STEP_SECRETS, 0)	\
-	X(S_STEP, "capture", PK_STEP_CAPTURE, 0)	\
-	X(S_STEP, "on_failure", PK_STEP_ON_FAILURE, 0)	\
-	X(S_STEP, "sandbox", PK_STEP_SANDBOX, 0)
+#define P(f)	offsetof(struct rp_plan, f)
+#define S(f)	offsetof(struct rp_step, f)
+#define PLAN_KEYS(X)							\
+	X(S_REPLAY, "name", PK_NAME, KK_OWN, 0, 0)			\
+	X(S_REPLAY, "config", PK_CONFIG, KK_PATH, P(config), 0)		\
+	X(S_REPLAY, "workdir", PK_WORKDIR, KK_PATH, P(workdir), 0)	\
+	X(S_REPLAY, "record", PK_RECORD, KK_PATH, P(record), 0)		\
+	X(S_REPLAY, "deadline", PK_DEADLINE, KK_OWN, 0, 0)		\
+	X(S_REPLAY, "sandbox", PK_SANDBOX, KK_SANDBOX, P(sandbox), 0)	\
+	X(S_REPLAY, "env", PK_ENV, KK_ENV, P(env), 0)			\
+	X(S_REPLAY, "secrets", PK_SECRETS, KK_OWN, 0, 0)		\
+	X(S_REPLAY, "public", PK_PUBLIC, KK_BOOL, P(public), 0)		\
+	X(S_STEP, "phase", PK_STEP_PHASE, KK_OWN, 0, 0)			\
+	X(S_STEP, "run", PK_STEP_RUN, KK_OWN, 0, 0)			\
+	X(S_STEP, "shell", PK_STEP_SHELL, KK_BOOL, S(shell), 0)		\
+	X(S_STEP, "timeout", PK_STEP_TIMEOUT, KK_OWN, 0, 0)		\
+	X(S_STEP, "rw", PK_STEP_RW, KK_PATHS, S(rw), PKF_REPEAT)	\
+	X(S_STEP, "ro", PK_STEP_RO, KK_PATHS, S(ro), PKF_REPEAT)	\
+	X(S_STEP, "env", PK_STEP_ENV, KK_ENV, S(env), 0)		\
+	X(S_STEP, "secrets", PK_STEP_SECRETS, KK_OWN, 0, 0)		\
+	X(S_STEP, "capture", PK_STEP_CAPTURE, KK_OWN, 0, 0)		\
+	X(S_STEP, "on_failure", PK_STEP_ON_FAILURE, KK_OWN, 0, 0)	\
+	X(S_STEP, "sandbox", PK_STEP_SANDBOX, KK_SANDBOX, S(sandbox), 0)
 
 enum pkey {
-#define PK_ID(sect, name, id, flags)	id,
+#define PK_ID(sect, name, id, kind, off, flags)	id,
 	PLAN_KEYS(PK_ID)
 #undef PK_ID
 	PK_COUNT
@@ -62,12 +75,17 @@ enum pkey {
 static const struct {
 	enum sect	 sect;
 	const char	*name;
+	enum kkind	 kind;
+	size_t		 off;
 	unsigned	 flags;
 } plan_keys[PK_COUNT] = {
-#define PK_ROW(sect, name, id, flags)	[id] = { sect, name, flags },
+#define PK_ROW(sect, name, id, kind, off, flags)			\
+	[id] = { sect, name, kind, off, flags },
 	PLAN_KEYS(PK_ROW)
 #undef PK_ROW
 };
+#undef P
+#undef S
 
 struct parse {
 	const char	*file;
@@ -724,11 +742,34 @@ entry(struct parse *ps, const char *k, const char *v)
 {
 	struct rp_plan *pl = ps->plan;
 	struct rp_step *st = ps->step;
-	char q[400];
+	char q[400], *f;
 	int i;
 
 	if ((i = key_take(ps, ps->sect, k)) == -1)
 		return;
+	f = (char *)(ps->sect == S_STEP ? (void *)st : (void *)pl) +
+	    plan_keys[i].off;
+	switch (plan_keys[i].kind) {
+	case KK_OWN:
+		break;
+	case KK_PATH:
+		set_path(ps, k, v, (char **)f);
+		return;
+	case KK_PATHS:
+		add_path(ps, k, v, (struct rp_strv *)f);
+		return;
+	case KK_BOOL:
+		set_bool(ps, k, v, (int *)f);
+		return;
+	case KK_SANDBOX:
+		set_sandbox(ps, v, (int *)f);
+		if (ps->sect == S_REPLAY)
+			ps->sandbox_line = ps->ini.line;
+		return;
+	case KK_ENV:
+		parse_env(ps, v, (struct rp_strv *)f);
+		return;
+	}
 	switch (i) {
 	case PK_NAME:
 		if (!rp_valid_name(v, strlen(v))) {
@@ -741,32 +782,13 @@ entry(struct parse *ps, const char *k, const char *v)
 		if ((pl->name = eg_strdup(v)) == NULL)
 			ps->oom = 1;
 		break;
-	case PK_CONFIG:
-		set_path(ps, k, v, &pl->config);
-		break;
-	case PK_WORKDIR:
-		set_path(ps, k, v, &pl->workdir);
-		break;
-	case PK_RECORD:
-		set_path(ps, k, v, &pl->record);
-		break;
 	case PK_DEADLINE:
 		if (parse_uint(v, 10000000, &pl->deadline) == -1)
 			perr(ps, "deadline: '%s': want seconds (0 to "
 			    "10000000; 0 = none)", quote(v, q, sizeof(q)));
 		break;
-	case PK_SANDBOX:
-		set_sandbox(ps, v, &pl->sandbox);
-		ps->sandbox_line = ps->ini.line;
-		break;
-	case PK_ENV:
-		parse_env(ps, v, &pl->env);
-		break;
 	case PK_SECRETS:
 		parse_names(ps, "secrets", v, &pl->secrets, NULL);
-		break;
-	case PK_PUBLIC:
-		set_bool(ps, k, v, &pl->public);
 		break;
 	case PK_STEP_PHASE:
 		if (!rp_valid_name(v, strlen(v))) {
@@ -785,23 +807,11 @@ entry(struct parse *ps, const char *k, const char *v)
 			ps->oom = 1;
 		st->run_line = ps->ini.line;
 		break;
-	case PK_STEP_SHELL:
-		set_bool(ps, k, v, &st->shell);
-		break;
 	case PK_STEP_TIMEOUT:
 		if (parse_uint(v, 10000000, &st->timeout) == -1)
 			perr(ps, "timeout: '%s': want seconds (0 to "
 			    "10000000; 0 = until the run deadline)",
 			    quote(v, q, sizeof(q)));
-		break;
-	case PK_STEP_RW:
-		add_path(ps, k, v, &st->rw);
-		break;
-	case PK_STEP_RO:
-		add_path(ps, k, v, &st->ro);
-		break;
-	case PK_STEP_ENV:
-		parse_env(ps, v, &st->env);
 		break;
 	case PK_STEP_SECRETS:
 		parse_names(ps, "secrets", v, &st->secrets,
@@ -818,9 +828,6 @@ entry(struct parse *ps, const char *k, const char *v)
 		else
 			perr(ps, "on_failure: '%s': want stop or continue",
 			    quote(v, q, sizeof(q)));
-		break;
-	case PK_STEP_SANDBOX:
-		set_sandbox(ps, v, &st->sandbox);
 		break;
 	}
 }
