@@ -60,7 +60,7 @@ main(void)
 	x.ro = &ro;
 	x.port = 41234;
 	err[0] = '\0';
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL, "profile generated (%s)", err);
 	ok(pos(p, "(version 1)") == 0 || pos(p, "(version 1)") > 0,
 	    "has (version 1)");
@@ -96,7 +96,7 @@ main(void)
 
 	/* no home: no deny line */
 	x.home = NULL;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "(deny file-read*") == -1,
 	    "without home no read deny");
 	free(p);
@@ -104,43 +104,43 @@ main(void)
 
 	/* quoting */
 	x.rw = &quo;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "(subpath \"/Users/ann/we\\\"ird\\\\dir\")")
 	    >= 0, "quote and backslash escaped");
 	free(p);
 
 	/* refusals */
 	x.rw = &bad;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "absolute") != NULL,
 	    "relative path refused (%s)", err);
 	free(p);
 	x.rw = &ctl;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "control") != NULL,
 	    "control character refused (%s)", err);
 	free(p);
 	x.rw = &none;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "no working dir refused (%s)", err);
 	free(p);
 	x.rw = &rw;
 	x.ro = &bad;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "relative read-only path refused");
 	free(p);
 	x.ro = &ro;
 	x.home = "Users/ann";
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "relative home refused");
 	free(p);
 	x.home = "/Users/ann";
 	x.port = 0;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "port") != NULL, "port 0 refused");
 	free(p);
 	x.port = 65535;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "\"localhost:65535\"") >= 0, "port 65535");
 	free(p);
 	return done_testing();

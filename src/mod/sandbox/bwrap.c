@@ -24,7 +24,7 @@
 #include "sandbox.h"
 
 void
-eg_sb_strv_add(struct sb_strv *sv, const char *s)
+sb_strv_add(struct sb_strv *sv, const char *s)
 {
 	char **nv, *d;
 	size_t ncap;
@@ -51,7 +51,7 @@ eg_sb_strv_add(struct sb_strv *sv, const char *s)
 }
 
 void
-eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
+sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 {
 	size_t la, lb;
 	char *s;
@@ -65,12 +65,12 @@ eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
 	}
 	memcpy(s, a, la);
 	memcpy(s + la, b, lb + 1);
-	eg_sb_strv_add(sv, s);
+	sb_strv_add(sv, s);
 	eg_free(s);
 }
 
 int
-eg_sb_strv_has(const struct sb_strv *sv, const char *s)
+sb_strv_has(const struct sb_strv *sv, const char *s)
 {
 	size_t i;
 
@@ -81,7 +81,7 @@ eg_sb_strv_has(const struct sb_strv *sv, const char *s)
 }
 
 void
-eg_sb_strv_free(struct sb_strv *sv)
+sb_strv_free(struct sb_strv *sv)
 {
 	size_t i;
 
@@ -94,7 +94,7 @@ eg_sb_strv_free(struct sb_strv *sv)
 }
 
 int
-eg_sb_path_under(const char *path, const char *dir)
+sb_path_under(const char *path, const char *dir)
 {
 	size_t n;
 
@@ -136,13 +136,13 @@ bwrap_scan(char *buf, size_t len, int usable)
 }
 
 const char *
-eg_sb_bwrap_find(char *buf, size_t len)
+sb_bwrap_find(char *buf, size_t len)
 {
 	return bwrap_scan(buf, len, 1);
 }
 
 const char *
-eg_sb_bwrap_unusable(char *buf, size_t len)
+sb_bwrap_unusable(char *buf, size_t len)
 {
 	return bwrap_scan(buf, len, 0);
 }
@@ -215,13 +215,13 @@ homes_add(struct sb_strv *out, const char *p)
 	    !S_ISDIR(st.st_mode))
 		return;
 	for (i = 0; i < out->n; i++)
-		if (eg_sb_path_under(rp, out->v[i]))
+		if (sb_path_under(rp, out->v[i]))
 			return;
-	eg_sb_strv_add(out, rp);
+	sb_strv_add(out, rp);
 }
 
 void
-eg_sb_homes(struct sb_strv *out, const char *home)
+sb_homes(struct sb_strv *out, const char *home)
 {
 	struct passwd *pw;
 	static const char *const sys[] = {
@@ -252,7 +252,7 @@ eg_sb_homes(struct sb_strv *out, const char *home)
 }
 
 void
-eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
+sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 {
 	char line[PATH_MAX + 256], *p, *nl;
 	FILE *fp;
@@ -269,11 +269,11 @@ eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 		p = strchr(line, '/');
 		if (p == NULL || strstr(p, " (deleted)") != NULL)
 			continue;
-		if (eg_sb_strv_has(out, p))
+		if (sb_strv_has(out, p))
 			continue;
 		for (i = 0; i < hidden->n; i++) {
-			if (eg_sb_path_under(p, hidden->v[i])) {
-				eg_sb_strv_add(out, p);
+			if (sb_path_under(p, hidden->v[i])) {
+				sb_strv_add(out, p);
 				break;
 			}
 		}
@@ -293,11 +293,11 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	size_t i;
 
 #define BIND(opt, p) do {						\
-	if (under == NULL || (eg_sb_path_under((p), under) &&		\
+	if (under == NULL || (sb_path_under((p), under) &&		\
 	    strcmp((p), under) != 0)) {					\
-		eg_sb_strv_add(a, (opt));				\
-		eg_sb_strv_add(a, (p));					\
-		eg_sb_strv_add(a, (p));					\
+		sb_strv_add(a, (opt));				\
+		sb_strv_add(a, (p));					\
+		sb_strv_add(a, (p));					\
 	}								\
 } while (0)
 	for (i = 0; s->libs != NULL && i < s->libs->n; i++)
@@ -326,10 +326,10 @@ pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	char anc[PATH_MAX], *p;
 	size_t i, n;
 
-	if (eg_sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
+	if (sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
 		root = s->cwd;
 	for (i = 0; s->rw != NULL && i < s->rw->n; i++)
-		if (eg_sb_path_under(path, s->rw->v[i]) &&
+		if (sb_path_under(path, s->rw->v[i]) &&
 		    strcmp(path, s->rw->v[i]) != 0 && (root == NULL ||
 		    strlen(s->rw->v[i]) > strlen(root)))
 			root = s->rw->v[i];
@@ -340,47 +340,47 @@ pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	/* each ancestor strictly between root and path, outermost first */
 	for (p = anc + n + 1; (p = strchr(p, '/')) != NULL; p++) {
 		*p = '\0';
-		eg_sb_strv_add(a, "--bind");
-		eg_sb_strv_add(a, anc);
-		eg_sb_strv_add(a, anc);
+		sb_strv_add(a, "--bind");
+		sb_strv_add(a, anc);
+		sb_strv_add(a, anc);
 		add_binds(s, a, anc);
 		*p = '/';
 	}
 }
 
 int
-eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
+sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
 	static const char *const tmpfs[] = { "/tmp", "/var/tmp", "/run" };
 	char num[16];
 	size_t i;
 
-	eg_sb_strv_add(a, s->bwrap);
-	eg_sb_strv_add(a, "--unshare-all");	/* network included */
-	eg_sb_strv_add(a, "--die-with-parent");
-	eg_sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	sb_strv_add(a, s->bwrap);
+	sb_strv_add(a, "--unshare-all");	/* network included */
+	sb_strv_add(a, "--die-with-parent");
+	sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
 	/*
 	 * No capability at all, even as root: with them, root inside could
 	 * remount / read-write or unmount the tmpfs that hide /run and the
 	 * homes.  (The relay sets no_new_privs before it runs the command.)
 	 */
-	eg_sb_strv_add(a, "--cap-drop");
-	eg_sb_strv_add(a, "ALL");
-	eg_sb_strv_add(a, "--ro-bind");
-	eg_sb_strv_add(a, "/");
-	eg_sb_strv_add(a, "/");
-	eg_sb_strv_add(a, "--dev");
-	eg_sb_strv_add(a, "/dev");
-	eg_sb_strv_add(a, "--proc");
-	eg_sb_strv_add(a, "/proc");
+	sb_strv_add(a, "--cap-drop");
+	sb_strv_add(a, "ALL");
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "--dev");
+	sb_strv_add(a, "/dev");
+	sb_strv_add(a, "--proc");
+	sb_strv_add(a, "/proc");
 	for (i = 0; i < nitems(tmpfs); i++) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, tmpfs[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, tmpfs[i]);
 	}
 	/* later mounts go on top, so hide first, then bind */
 	for (i = 0; s->homes != NULL && i < s->homes->n; i++) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->homes->v[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->homes->v[i]);
 	}
 	add_binds(s, a, NULL);
 	/*
@@ -391,11 +391,11 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * the working directory or a --rw/--ro path.
 	 */
 	if (s->hostdir != NULL) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->hostdir);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->hostdir);
 		add_binds(s, a, s->hostdir);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, s->hostdir);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, s->hostdir);
 	}
 	/*
 	 * --hide paths (egressd replay: the caller's home, the record
@@ -405,17 +405,17 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 */
 	for (i = 0; s->hide != NULL && i < s->hide->n; i++) {
 		pin_parents(s, a, s->hide->v[i]);
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->hide->v[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->hide->v[i]);
 		add_binds(s, a, s->hide->v[i]);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, s->hide->v[i]);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, s->hide->v[i]);
 	}
 	/* an audit log in a writable path: read-only, on top of them all */
 	if (s->audit != NULL) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->audit);
-		eg_sb_strv_add(a, s->audit);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->audit);
+		sb_strv_add(a, s->audit);
 	}
 	/*
 	 * The socket's directory is read-only inside, so the command can
@@ -424,46 +424,46 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * may hold the admin socket.
 	 */
 	if (s->sockdir != NULL) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->sockdir);
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockdir);
+		sb_strv_add(a, SB_IN_SOCKDIR);
 	} else {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->sockfile);
-		eg_sb_strv_add(a, SB_IN_SOCK);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockfile);
+		sb_strv_add(a, SB_IN_SOCK);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, SB_IN_SOCKDIR);
 	}
-	eg_sb_strv_add(a, "--ro-bind");
-	eg_sb_strv_add(a, s->exe);
-	eg_sb_strv_add(a, SB_IN_EXE);
-	eg_sb_strv_add(a, "--chdir");
-	eg_sb_strv_add(a, s->cwd);
-	eg_sb_strv_add(a, "--");
-	eg_sb_strv_add(a, SB_IN_EXE);
-	eg_sb_strv_add(a, "relay");
-	eg_sb_strv_add(a, "--socket");
-	eg_sb_strv_add(a, SB_IN_SOCK);
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, s->exe);
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "--chdir");
+	sb_strv_add(a, s->cwd);
+	sb_strv_add(a, "--");
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "relay");
+	sb_strv_add(a, "--socket");
+	sb_strv_add(a, SB_IN_SOCK);
 	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
-	eg_sb_strv_add(a, "--port");
-	eg_sb_strv_add(a, num);
+	sb_strv_add(a, "--port");
+	sb_strv_add(a, num);
 	if (s->handoff)
-		eg_sb_strv_add(a, "--handoff");
+		sb_strv_add(a, "--handoff");
 	if (s->ready_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->ready_fd);
-		eg_sb_strv_add(a, "--ready-fd");
-		eg_sb_strv_add(a, num);
+		sb_strv_add(a, "--ready-fd");
+		sb_strv_add(a, num);
 	}
 	if (s->exec_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->exec_fd);
-		eg_sb_strv_add(a, "--exec-fd");
-		eg_sb_strv_add(a, num);
+		sb_strv_add(a, "--exec-fd");
+		sb_strv_add(a, num);
 	}
-	eg_sb_strv_add(a, "--");
+	sb_strv_add(a, "--");
 	for (i = 0; s->cmd[i] != NULL; i++)
-		eg_sb_strv_add(a, s->cmd[i]);
+		sb_strv_add(a, s->cmd[i]);
 	return a->oom ? -1 : 0;
 }
 
@@ -485,7 +485,7 @@ sysctl_num(const char *path)
 }
 
 void
-eg_sb_bwrap_explain(const char *bwrap)
+sb_bwrap_explain(const char *bwrap)
 {
 	char line[512];
 	struct stat st;
@@ -496,7 +496,7 @@ eg_sb_bwrap_explain(const char *bwrap)
 	/* can it make any sandbox here, or was it our command line? */
 	if (bwrap_probe(bwrap, line, sizeof(line)) == -1) {
 		fprintf(stderr, "egressd: bwrap cannot create a sandbox here: ");
-		eg_sb_put_safe(line[0] != '\0' ? line : "(no message)");
+		sb_put_safe(line[0] != '\0' ? line : "(no message)");
 		fprintf(stderr, "\n  (%s --unshare-all --ro-bind / / true "
 		    "fails)\n", bwrap);
 	} else

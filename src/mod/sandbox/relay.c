@@ -102,7 +102,7 @@ rl_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 int
-eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
+sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
 {
 	struct sockaddr_in sin;
 	socklen_t slen;
@@ -549,7 +549,7 @@ rl_reap(struct rl_loop *l)
 }
 
 int
-eg_sb_relay_loop(int lfd, const char *sockpath, int handoff,
+sb_relay_loop(int lfd, const char *sockpath, int handoff,
     const struct sb_relay_ctl *ctl, char *err, size_t errlen)
 {
 	struct epoll_event ev, evs[64];
@@ -683,7 +683,7 @@ rl_num(const char *s, long lo, long hi, long *out)
 }
 
 int
-eg_sb_relay_main(int argc, char *argv[])
+sb_relay_main(int argc, char *argv[])
 {
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -763,7 +763,7 @@ eg_sb_relay_main(int argc, char *argv[])
 		return 3;
 	}
 
-	lfd = eg_sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
+	lfd = sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
 	if (lfd == -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
@@ -799,7 +799,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	 * by this process, never by the command): now the filter for the
 	 * command, built before fork so that a failure is reported plainly.
 	 */
-	filt = eg_sb_filter_new(err, sizeof(err));
+	filt = sb_filter_new(err, sizeof(err));
 	if (filt == NULL) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
@@ -807,14 +807,14 @@ eg_sb_relay_main(int argc, char *argv[])
 	rp.child = fork();
 	if (rp.child == -1) {
 		fprintf(stderr, "egressd relay: fork: %s\n", strerror(errno));
-		eg_sb_filter_free(filt);
+		sb_filter_free(filt);
 		return 3;
 	}
 	if (rp.child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &omask, NULL);
 		(void)signal(SIGPIPE, SIG_DFL);
 		/* fail closed: never run the command unfiltered */
-		if (eg_sb_filter_load(filt, err, sizeof(err)) == -1) {
+		if (sb_filter_load(filt, err, sizeof(err)) == -1) {
 			fprintf(stderr, "egressd relay: %s\n", err);
 			ch = -1;	/* not launched: no sandbox */
 			if (xfd != -1)
@@ -831,7 +831,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	}
 	if (xfd != -1)
 		close((int)xfd);
-	eg_sb_filter_free(filt);
+	sb_filter_free(filt);
 	/* the sandbox is up and the door is open */
 	if (rfd != -1) {
 		(void)write((int)rfd, "1", 1);
@@ -840,7 +840,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	ctl.fd = rp.sfd;
 	ctl.cb = rl_proc_cb;
 	ctl.arg = &rp;
-	if (eg_sb_relay_loop(lfd, sock, handoff, &ctl, err, sizeof(err)) ==
+	if (sb_relay_loop(lfd, sock, handoff, &ctl, err, sizeof(err)) ==
 	    -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		(void)kill(rp.child, SIGKILL);

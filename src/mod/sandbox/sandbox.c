@@ -279,9 +279,9 @@ route_env_add(void *arg, const char *name, const char *env,
 
 	if (re->url == NULL) {		/* names only */
 		if (env != NULL)
-			eg_sb_strv_add(re->out, env);
+			sb_strv_add(re->out, env);
 		if (placeholder != NULL)
-			eg_sb_strv_add(re->out, placeholder);
+			sb_strv_add(re->out, placeholder);
 		return;
 	}
 	if (env != NULL) {
@@ -291,11 +291,11 @@ route_env_add(void *arg, const char *name, const char *env,
 			return;
 		}
 		snprintf(kv, n, "%s=%s/%s", env, re->url, name);
-		eg_sb_strv_add(re->out, kv);
+		sb_strv_add(re->out, kv);
 		eg_free(kv);
 	}
 	if (placeholder != NULL)
-		eg_sb_strv_add2(re->out, placeholder, "=egressd-route");
+		sb_strv_add2(re->out, placeholder, "=egressd-route");
 }
 
 /*
@@ -349,28 +349,28 @@ env_build(const struct run_opts *o, struct egress *ex, const char *url,
 			}
 			continue;
 		}
-		eg_sb_strv_add(out, environ[i]);
+		sb_strv_add(out, environ[i]);
 	}
 	for (i = 0; i < o->env.n; i++) {
 		n = name_len(o->env.v[i]);
 		if (o->env.v[i][n] == '=')
-			eg_sb_strv_add(out, o->env.v[i]);
+			sb_strv_add(out, o->env.v[i]);
 		else if (getenv(o->env.v[i]) == NULL)
 			fprintf(stderr, "egressd: --env %s: not set, not "
 			    "passed\n", o->env.v[i]);
 	}
 	for (i = 0; i < nitems(pv); i++)
-		eg_sb_strv_add2(out, pv[i], url);
+		sb_strv_add2(out, pv[i], url);
 	/* only the relay listens on loopback inside: routes are reached
 	 * directly, everything else through the proxy */
-	eg_sb_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
-	eg_sb_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
+	sb_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
+	sb_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
 	if (ex != NULL) {
 		re.url = url;
 		re.out = out;
 		eg_module_routes(ex, route_env_add, &re);
 	}
-	eg_sb_strv_free(&rn);
+	sb_strv_free(&rn);
 	if (rlen > 0)
 		fprintf(stderr, "egressd: not passed to the command: %s "
 		    "(--env NAME passes one)\n", removed);
@@ -378,7 +378,7 @@ env_build(const struct run_opts *o, struct egress *ex, const char *url,
 }
 
 void
-eg_sb_put_safe(const char *s)
+sb_put_safe(const char *s)
 {
 	const unsigned char *p;
 
@@ -394,10 +394,10 @@ static void
 path_err(const char *opt, const char *path, const char *what, int e)
 {
 	fprintf(stderr, "egressd run: %s ", opt);
-	eg_sb_put_safe(path);
+	sb_put_safe(path);
 	fputs(": ", stderr);
 	if (what != NULL) {
-		eg_sb_put_safe(what);
+		sb_put_safe(what);
 		fputs(": ", stderr);
 	}
 	fprintf(stderr, "%s\n", strerror(e));
@@ -458,17 +458,17 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 		/* the last component: nothing but slashes follows */
 		last = next == NULL || next[strspn(next, "/")] == '\0';
 		if (S_ISLNK(st.st_mode)) {
-			if (last || eg_sb_path_under(cand, cwd)) {
+			if (last || sb_path_under(cand, cwd)) {
 				n = readlink(cand, tgt, sizeof(tgt) - 1);
 				if (n < 0)
 					n = 0;
 				tgt[n] = '\0';
 				fprintf(stderr, "egressd run: %s ", opt);
-				eg_sb_put_safe(path);
+				sb_put_safe(path);
 				fputs(": ", stderr);
-				eg_sb_put_safe(cand);
+				sb_put_safe(cand);
 				fputs(" is a symbolic link to ", stderr);
-				eg_sb_put_safe(tgt);
+				sb_put_safe(tgt);
 				fputs(";\n  refusing to bind what a link points "
 				    "to: name the target itself if you mean "
 				    "it\n", stderr);
@@ -488,7 +488,7 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 		}
 		memcpy(res, cand, (size_t)r + 1);
 	}
-	eg_sb_strv_add(out, res[0] == '\0' ? "/" : res);
+	sb_strv_add(out, res[0] == '\0' ? "/" : res);
 	return 0;
 }
 
@@ -560,7 +560,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			if (is_proxy_var(optarg, n))
 				return usage_err("--env %s: the proxy "
 				    "variables are set by egressd", optarg);
-			eg_sb_strv_add(&o->env, optarg);
+			sb_strv_add(&o->env, optarg);
 			break;
 		case 't':
 			errno = 0;
@@ -584,7 +584,7 @@ parse_opts(int argc, char *argv[], struct run_opts *o)
 			if (strcmp(rp, "/") == 0)
 				return usage_err("--hide %s: not the whole "
 				    "file system", optarg);
-			eg_sb_strv_add(&o->hide, rp);
+			sb_strv_add(&o->hide, rp);
 			break;
 		case 'L':
 			errno = 0;
@@ -967,7 +967,7 @@ relay_thr_main(void *arg)
 	ctl.fd = t->efd;
 	ctl.cb = relay_thr_stop;
 	ctl.arg = t;
-	t->rc = eg_sb_relay_loop(t->lfd, t->sock, t->handoff, &ctl, t->err,
+	t->rc = sb_relay_loop(t->lfd, t->sock, t->handoff, &ctl, t->err,
 	    sizeof(t->err));
 	return NULL;
 }
@@ -997,9 +997,9 @@ make_privdir(const struct run_opts *o, const char *cwd, char *buf,
 		    access(cand[i], W_OK | X_OK) == -1)
 			continue;
 		/* the sandbox must not see this directory writable */
-		bad = cwd != NULL && eg_sb_path_under(cand[i], cwd);
+		bad = cwd != NULL && sb_path_under(cand[i], cwd);
 		for (j = 0; cwd != NULL && j < o->rw.n; j++)
-			if (eg_sb_path_under(cand[i], o->rw.v[j]))
+			if (sb_path_under(cand[i], o->rw.v[j]))
 				bad = 1;
 		/* room for "/sock/proxy.sock" in sun_path (108) */
 		n = snprintf(buf, len, "%s/egressd-run.XXXXXX", cand[i]);
@@ -1093,10 +1093,10 @@ check_cwd(const struct run_opts *o, const char *cwd)
 	struct sb_strv homes = { 0 };
 	int bad;
 
-	eg_sb_homes(&homes, getenv("HOME"));
+	sb_homes(&homes, getenv("HOME"));
 	bad = strcmp(cwd, "/") == 0 ||
-	    (eg_sb_strv_has(&homes, cwd) && !eg_sb_strv_has(&o->rw, cwd));
-	eg_sb_strv_free(&homes);
+	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&o->rw, cwd));
+	sb_strv_free(&homes);
 	if (!bad)
 		return 0;
 	fprintf(stderr, "egressd: the working directory %s would be writable "
@@ -1278,11 +1278,11 @@ args_memfd(const struct sb_strv *in, struct sb_strv *out)
 		return -1;
 	}
 	snprintf(num, sizeof(num), "%d", fd);
-	eg_sb_strv_add(out, in->v[0]);
-	eg_sb_strv_add(out, "--args");
-	eg_sb_strv_add(out, num);
+	sb_strv_add(out, in->v[0]);
+	sb_strv_add(out, "--args");
+	sb_strv_add(out, num);
 	for (; i < in->n; i++)
-		eg_sb_strv_add(out, in->v[i]);
+		sb_strv_add(out, in->v[i]);
 	if (out->oom) {
 		close(fd);
 		return -1;
@@ -1335,9 +1335,9 @@ audit_guard(const struct run_state *st, const char *cwd, char *out,
 		    (unsigned long)sst.st_nlink);
 		return 2;
 	}
-	w = eg_sb_path_under(rp, cwd);
+	w = sb_path_under(rp, cwd);
 	for (i = 0; i < st->o.rw.n; i++)
-		w |= eg_sb_path_under(rp, st->o.rw.v[i]);
+		w |= sb_path_under(rp, st->o.rw.v[i]);
 	if (w && snprintf(out, len, "%s", rp) >= (int)len) {
 		fprintf(stderr, "egressd: audit log %s: %s\n", rp,
 		    strerror(ENAMETOOLONG));
@@ -1353,16 +1353,16 @@ seen_inside(const struct run_state *st, const char *cwd,
 {
 	size_t i;
 
-	if (eg_sb_path_under(p, cwd))
+	if (sb_path_under(p, cwd))
 		return 1;
 	for (i = 0; i < st->o.rw.n; i++)
-		if (eg_sb_path_under(p, st->o.rw.v[i]))
+		if (sb_path_under(p, st->o.rw.v[i]))
 			return 1;
 	for (i = 0; i < st->o.ro.n; i++)
-		if (eg_sb_path_under(p, st->o.ro.v[i]))
+		if (sb_path_under(p, st->o.ro.v[i]))
 			return 1;
 	for (i = 0; i < hidden->n; i++)
-		if (eg_sb_path_under(p, hidden->v[i]))
+		if (sb_path_under(p, hidden->v[i]))
 			return 0;
 	return 1;
 }
@@ -1400,10 +1400,10 @@ cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
 		return;
 	if ((s = strrchr(dir[1], '/')) != NULL)
 		s[s == dir[1] ? 1 : 0] = '\0';
-	eg_sb_homes(&homes, getenv("HOME"));
-	eg_sb_strv_add(&homes, "/tmp");
-	eg_sb_strv_add(&homes, "/var/tmp");
-	eg_sb_strv_add(&homes, "/run");
+	sb_homes(&homes, getenv("HOME"));
+	sb_strv_add(&homes, "/tmp");
+	sb_strv_add(&homes, "/var/tmp");
+	sb_strv_add(&homes, "/run");
 	for (i = 0; i < 2; i++) {
 		if (seen_inside(st, cwd, &homes, dir[i]) ||
 		    (i == 1 && strcmp(dir[0], dir[1]) == 0))
@@ -1412,7 +1412,7 @@ cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
 		if (n > 0 && (size_t)n < sizeof(opts) - o)
 			o += (size_t)n;
 	}
-	eg_sb_strv_free(&homes);
+	sb_strv_free(&homes);
 	if (o == 0)
 		return;
 	snprintf(out, len, "egressd: %s: not found inside the sandbox; on "
@@ -1440,8 +1440,8 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		return rc;
 	rc = 3;
 
-	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL &&
-	    eg_sb_bwrap_unusable(bw, sizeof(bw)) != NULL) {
+	if (sb_bwrap_find(bw, sizeof(bw)) == NULL &&
+	    sb_bwrap_unusable(bw, sizeof(bw)) != NULL) {
 		struct stat bst;
 
 		fprintf(stderr, "egressd: bwrap cannot be used: %s is %s\n"
@@ -1452,7 +1452,7 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		    "not executable");
 		return 3;
 	}
-	if (eg_sb_bwrap_find(bw, sizeof(bw)) == NULL) {
+	if (sb_bwrap_find(bw, sizeof(bw)) == NULL) {
 		fprintf(stderr,
 "egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
 "  /usr/local/bin and /usr/sbin (never $PATH).\n"
@@ -1473,24 +1473,24 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		    "run it again\n", exe);
 		return 3;
 	}
-	eg_sb_homes(&homes, getenv("HOME"));
+	sb_homes(&homes, getenv("HOME"));
 	for (i = 0; i < homes.n; i++)
-		eg_sb_strv_add(&hidden, homes.v[i]);
+		sb_strv_add(&hidden, homes.v[i]);
 	for (i = 0; i < st->o.hide.n; i++)
-		eg_sb_strv_add(&hidden, st->o.hide.v[i]);
-	eg_sb_strv_add(&hidden, "/tmp");
-	eg_sb_strv_add(&hidden, "/var/tmp");
-	eg_sb_strv_add(&hidden, "/run");
-	eg_sb_maplibs(&libs, &hidden);
+		sb_strv_add(&hidden, st->o.hide.v[i]);
+	sb_strv_add(&hidden, "/tmp");
+	sb_strv_add(&hidden, "/var/tmp");
+	sb_strv_add(&hidden, "/run");
+	sb_maplibs(&libs, &hidden);
 	/* those already visible through a bind need nothing more */
 	for (i = 0; i < libs.n; i++) {
-		covered = eg_sb_path_under(libs.v[i], cwd);
+		covered = sb_path_under(libs.v[i], cwd);
 		for (j = 0; j < st->o.rw.n; j++)
-			covered |= eg_sb_path_under(libs.v[i], st->o.rw.v[j]);
+			covered |= sb_path_under(libs.v[i], st->o.rw.v[j]);
 		for (j = 0; j < st->o.ro.n; j++)
-			covered |= eg_sb_path_under(libs.v[i], st->o.ro.v[j]);
+			covered |= sb_path_under(libs.v[i], st->o.ro.v[j]);
 		if (!covered && strcmp(libs.v[i], exe) != 0)
-			eg_sb_strv_add(&keep, libs.v[i]);
+			sb_strv_add(&keep, libs.v[i]);
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.bwrap = bw;
@@ -1508,13 +1508,13 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 		spec.hostdir = st->privdir;
 	}
 	/* one already hidden (/tmp, a home) needs nothing, unless bound */
-	covered = eg_sb_path_under(spec.hostdir, cwd);
+	covered = sb_path_under(spec.hostdir, cwd);
 	for (j = 0; j < st->o.rw.n; j++)
-		covered |= eg_sb_path_under(spec.hostdir, st->o.rw.v[j]);
+		covered |= sb_path_under(spec.hostdir, st->o.rw.v[j]);
 	for (j = 0; j < st->o.ro.n; j++)
-		covered |= eg_sb_path_under(spec.hostdir, st->o.ro.v[j]);
+		covered |= sb_path_under(spec.hostdir, st->o.ro.v[j]);
 	for (j = 0; !covered && j < hidden.n; j++) {
-		if (eg_sb_path_under(spec.hostdir, hidden.v[j])) {
+		if (sb_path_under(spec.hostdir, hidden.v[j])) {
 			spec.hostdir = NULL;
 			break;
 		}
@@ -1525,17 +1525,17 @@ bwrap_prepare(struct run_state *st, const char *cwd, int ready_fd,
 	spec.hide = &st->o.hide;
 	spec.handoff = st->o.proxy == NULL || st->o.handoff;
 	spec.cmd = st->o.cmd;
-	if (eg_sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
+	if (sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
 	    keep.oom) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto out;
 	}
 	rc = 0;
 out:
-	eg_sb_strv_free(&homes);
-	eg_sb_strv_free(&hidden);
-	eg_sb_strv_free(&libs);
-	eg_sb_strv_free(&keep);
+	sb_strv_free(&homes);
+	sb_strv_free(&hidden);
+	sb_strv_free(&libs);
+	sb_strv_free(&keep);
 	return rc;
 }
 
@@ -1674,7 +1674,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		return forced;
 	if (bwrap && !ready) {
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
-			eg_sb_bwrap_explain(execpath);
+			sb_bwrap_explain(execpath);
 		else
 			fprintf(stderr, "egressd: egressd relay did not start "
 			    "inside the sandbox (status %d)\n",
@@ -1802,7 +1802,7 @@ run_main(int argc, char *argv[])
 	} else {
 		st.rt.sock = st.o.proxy != NULL ? st.proxyrp : st.sock;
 		st.rt.handoff = st.o.proxy == NULL || st.o.handoff;
-		st.rt.lfd = eg_sb_relay_listen(0, &port, err, sizeof(err));
+		st.rt.lfd = sb_relay_listen(0, &port, err, sizeof(err));
 		if (st.rt.lfd == -1) {
 			fprintf(stderr, "egressd: relay: %s\n", err);
 			goto done;
@@ -1819,7 +1819,7 @@ run_main(int argc, char *argv[])
 		}
 		st.rt_running = 1;
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
-		eg_sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
+		sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
 	}
 	if (env_build(&st.o, st.o.proxy == NULL ? st.ex : NULL, url,
 	    &envp) == -1) {
@@ -1830,7 +1830,7 @@ run_main(int argc, char *argv[])
 	    sizeof(hostcmd)) == 0)
 		cmd_hint(&st, cwd, st.o.cmd[0], hostcmd, hint, sizeof(hint));
 	if (!bwrap) {
-		eg_sb_strv_free(&cargv);
+		sb_strv_free(&cargv);
 		if (resolve_cmd(st.o.cmd[0], envp.v, execpath,
 		    sizeof(execpath)) == -1) {
 			fprintf(stderr, "egressd: %s: command not found\n",
@@ -1870,13 +1870,13 @@ done:
 		close(afd);
 	if (sfd != -1)
 		close(sfd);
-	eg_sb_strv_free(&envp);
-	eg_sb_strv_free(&cargv);
-	eg_sb_strv_free(&xargv);
-	eg_sb_strv_free(&st.o.rw);
-	eg_sb_strv_free(&st.o.ro);
-	eg_sb_strv_free(&st.o.env);
-	eg_sb_strv_free(&st.o.hide);
+	sb_strv_free(&envp);
+	sb_strv_free(&cargv);
+	sb_strv_free(&xargv);
+	sb_strv_free(&st.o.rw);
+	sb_strv_free(&st.o.ro);
+	sb_strv_free(&st.o.env);
+	sb_strv_free(&st.o.hide);
 	return rc;
 }
 
@@ -1884,7 +1884,7 @@ static int
 sandbox_main(int argc, char *argv[])
 {
 	if (argc > 0 && strcmp(argv[0], "relay") == 0)
-		return eg_sb_relay_main(argc, argv);
+		return sb_relay_main(argc, argv);
 	return run_main(argc, argv);
 }
 

@@ -109,7 +109,7 @@ paths_ok(const struct sb_strv *sv, const char *what, char *err,
 }
 
 char *
-eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
+sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 {
 	struct sbuf b;
 	char num[64];
