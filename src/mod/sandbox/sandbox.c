@@ -37,6 +37,7 @@
 #include "alloc.h"
 #include "module.h"
 #include "sandbox.h"
+#include "../common/procwalk.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC	(1U << 2)
@@ -634,111 +635,22 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/*
- * Every descendant of root, from /proc (we are a child subreaper, so an
- * orphan of our tree is still ours).  Returns a malloc'd array, count in
- * *np, or NULL.
- */
-static pid_t *
-descendants(pid_t root, size_t *np)
-{
-	struct { pid_t pid, ppid; } *all = NULL, *na;
-	char path[64], buf[512], *p;
-	struct dirent *de;
-	pid_t *out = NULL, pid;
-	size_t n = 0, cap = 0, nout = 0, i, scan;
-	ssize_t r;
-	DIR *d;
-	int fd, grew;
-
-	*np = 0;
-	d = opendir("/proc");
-	if (d == NULL)
-		return NULL;
-	while ((de = readdir(d)) != NULL) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = (pid_t)atoi(de->d_name);
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd == -1)
-			continue;
-		r = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		p = strrchr(buf, ')');	/* comm may hold anything */
-		if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			na = eg_realloc(all, cap * sizeof(*all));
-			if (na == NULL)
-				break;
-			all = na;
-		}
-		all[n].pid = pid;
-		all[n].ppid = (pid_t)atoi(p + 4);
-		n++;
-	}
-	closedir(d);
-	out = eg_calloc(n + 1, sizeof(*out));
-	if (out == NULL) {
-		eg_free(all);
-		return NULL;
-	}
-	/* breadth first: parents before children */
-	do {
-		grew = 0;
-		for (i = 0; i < n; i++) {
-			if (all[i].pid == 0)
-				continue;
-			if (all[i].ppid == root)
-				scan = 1;
-			else {
-				for (scan = 0; scan < nout; scan++)
-					if (out[scan] == all[i].ppid)
-						break;
-				scan = scan < nout;
-			}
-			if (scan) {
-				out[nout++] = all[i].pid;
-				all[i].pid = 0;
-				grew = 1;
-			}
-		}
-	} while (grew);
-	eg_free(all);
-	*np = nout;
-	return out;
-}
-
 /* 1 if process pid is named bwrap (comm, always readable). */
 static int
 is_bwrap(pid_t pid)
 {
-	char path[64], buf[64];
-	ssize_t r;
-	int fd;
+	char buf[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = '\0';
-	return strcmp(buf, "bwrap\n") == 0;
+	return mc_proc_read(pid, "comm", buf, sizeof(buf)) > 0 &&
+	    strcmp(buf, "bwrap\n") == 0;
 }
 
 /*
  * Signal the whole tree below us.  With SIGTERM the bubblewrap processes
  * are spared: killing them tears down the PID namespace at once
  * (--die-with-parent), leaving the command no grace.  pgid is CMD's
- * session leader (the direct child).
+ * session leader (the direct child).  We are a child subreaper, so an
+ * orphan of our tree is still below us in /proc.
  */
 static void
 kill_tree(pid_t pgid, int sig, int spare_bwrap)
@@ -748,7 +660,7 @@ kill_tree(pid_t pgid, int sig, int spare_bwrap)
 
 	if (!spare_bwrap && pgid > 0)
 		(void)kill(-pgid, sig);
-	pids = descendants(getpid(), &n);
+	pids = mc_proc_descendants(getpid(), &n);
 	for (i = 0; pids != NULL && i < n; i++) {
 		if (spare_bwrap && is_bwrap(pids[i]))
 			continue;
@@ -1659,7 +1571,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 	kill_tree(0, SIGTERM, 0);
 	for (t = now_s() + 2; now_s() < t;) {
 		size_t n;
-		pid_t *left = descendants(getpid(), &n);
+		pid_t *left = mc_proc_descendants(getpid(), &n);
 
 		eg_free(left);
 		reap(-1, &e, &e);
