@@ -162,9 +162,13 @@ struct sb_seatbelt {
 	uint16_t	 port;		/* the proxy's localhost port */
 };
 
+/* The profile's cap: the fixed rules are 1.5 KiB, the rest is paths. */
+#define SB_SEATBELT_MAX	(256 * 1024)
+
 /*
  * The profile text (malloc'd, the caller frees), or NULL with a message
- * in err for a relative path, a path with control characters, or port 0.
+ * in err for a relative path, a path with control characters, port 0, or
+ * a profile that would pass SB_SEATBELT_MAX.
  */
 char	*sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
 	    size_t errlen);
