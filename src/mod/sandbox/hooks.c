@@ -12,6 +12,22 @@
 #include "module.h"
 #include "run.h"
 
+int
+sb_mode_parse(const char *s, enum sb_mode *mode)
+{
+	static const char *const names[] = { "auto", "bwrap", "none" };
+	static const enum sb_mode modes[] = { SB_AUTO, SB_BWRAP, SB_NONE };
+	size_t i;
+
+	for (i = 0; i < nitems(names); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*mode = modes[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int
 sb_config(void **cfgp, const char *key, const char *value, const char *file,
     int line, char *err, size_t errlen)
@@ -37,13 +53,7 @@ sb_config(void **cfgp, const char *key, const char *value, const char *file,
 		    "(first at line %d)", c->mode_line);
 		return -1;
 	}
-	if (strcmp(value, "auto") == 0)
-		c->mode = SB_AUTO;
-	else if (strcmp(value, "bwrap") == 0)
-		c->mode = SB_BWRAP;
-	else if (strcmp(value, "none") == 0)
-		c->mode = SB_NONE;
-	else {
+	if (sb_mode_parse(value, &c->mode) == -1) {
 		snprintf(err, errlen, "bad value '%s' for sandbox in "
 		    "[sandbox]: use auto, bwrap or none",
 		    eg_module_quote(value, q, sizeof(q)));

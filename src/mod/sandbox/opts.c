@@ -259,13 +259,7 @@ sb_run_opts(int argc, char *argv[], struct run_opts *o)
 			o->phase = optarg;
 			break;
 		case 'S':
-			if (strcmp(optarg, "auto") == 0)
-				o->mode = SB_AUTO;
-			else if (strcmp(optarg, "bwrap") == 0)
-				o->mode = SB_BWRAP;
-			else if (strcmp(optarg, "none") == 0)
-				o->mode = SB_NONE;
-			else
+			if (sb_mode_parse(optarg, &o->mode) == -1)
 				return usage_err("--sandbox %s: use auto, "
 				    "bwrap or none", optarg);
 			o->mode_set = 1;
@@ -318,10 +312,8 @@ sb_run_opts(int argc, char *argv[], struct run_opts *o)
 			sb_strv_add(&o->hide, rp);
 			break;
 		case 'L':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    v < 3 || v > 1023 || fcntl((int)v, F_GETFD) == -1)
+			if (sb_num(optarg, 3, 1023, &v) == -1 ||
+			    fcntl((int)v, F_GETFD) == -1)
 				return usage_err("--launch-fd %s: want an open "
 				    "descriptor (3 to 1023)", optarg);
 			o->launch_fd = (int)v;

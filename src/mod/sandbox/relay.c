@@ -668,18 +668,14 @@ static const char relay_usage[] =
 "there, so that the launcher tells that apart from CMD's own exit.\n"
 "egressd run starts this inside the sandbox; it is seldom run by hand.\n";
 
+/* The number optarg of option what in [lo, hi]: 0, or -1 said. */
 static int
-rl_num(const char *s, long lo, long hi, long *out)
+opt_num(const char *what, long lo, long hi, long *out)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+	if (sb_num(optarg, lo, hi, out) == 0)
+		return 0;
+	fprintf(stderr, "egressd relay: bad %s '%s'\n", what, optarg);
+	return -1;
 }
 
 int
@@ -716,28 +712,19 @@ sb_relay_main(int argc, char *argv[])
 			sock = optarg;
 			break;
 		case 'p':
-			if (rl_num(optarg, 1, 65535, &port) == -1) {
-				fprintf(stderr, "egressd relay: bad port "
-				    "'%s'\n", optarg);
+			if (opt_num("port", 1, 65535, &port) == -1)
 				return 2;
-			}
 			break;
 		case 'r':
-			if (rl_num(optarg, 3, 1023, &rfd) == -1) {
-				fprintf(stderr, "egressd relay: bad "
-				    "--ready-fd '%s'\n", optarg);
+			if (opt_num("--ready-fd", 3, 1023, &rfd) == -1)
 				return 2;
-			}
 			break;
 		case 'H':
 			handoff = 1;
 			break;
 		case 'x':
-			if (rl_num(optarg, 3, 1023, &xfd) == -1) {
-				fprintf(stderr, "egressd relay: bad "
-				    "--exec-fd '%s'\n", optarg);
+			if (opt_num("--exec-fd", 3, 1023, &xfd) == -1)
 				return 2;
-			}
 			break;
 		case 'h':
 			fputs(relay_usage, stdout);

@@ -149,8 +149,11 @@ int	sb_args_memfd(const struct sb_strv *in, struct sb_strv *out);
 void	sb_cmd_hint(const struct run_state *st, const char *cwd,
 	    const char *cmd, const char *host, char *out, size_t len);
 
-/* hooks.c: "egressd: blocked: HOST:PORT (N), ..." (none: nothing). */
+/* hooks.c */
+/* "egressd: blocked: HOST:PORT (N), ..." (none: nothing). */
 void	sb_print_blocked(struct run_counts *c);
+/* "auto", "bwrap" or "none" (--sandbox, sandbox =) into *mode; 0/-1. */
+int	sb_mode_parse(const char *s, enum sb_mode *mode);
 
 /* sandbox.c: the module's main ("run ..." or "relay ..."). */
 int	sb_main(int argc, char *argv[]);

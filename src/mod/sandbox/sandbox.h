@@ -47,6 +47,9 @@ void	sb_strv_free(struct sb_strv *sv);
 
 /* 1 if path is dir or below it ("/a/b" is under "/a", "/ab" is not). */
 int	sb_path_under(const char *path, const char *dir);
+/* s as a decimal number in [lo, hi] into *out: 0, or -1 (nothing else
+ * in s, no overflow). */
+int	sb_num(const char *s, long lo, long hi, long *out);
 
 /*
  * relay.c.  A relay accepts TCP connections on a listening socket and

@@ -1,7 +1,10 @@
 /*
  * strv.c: the small helpers every file of the sandbox module uses: the
- * string vector (argv, envp, path lists) and the path prefix test.
+ * string vector (argv, envp, path lists), the path prefix test and the
+ * number of an option.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sandbox.h"
@@ -88,4 +91,18 @@ sb_path_under(const char *path, const char *dir)
 		return path[0] == '/';
 	return strncmp(path, dir, n) == 0 &&
 	    (path[n] == '\0' || path[n] == '/');
+}
+
+int
+sb_num(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
 }
