@@ -4,13 +4,18 @@
  * comm, as a hostile command may) are found, parents first, and root is
  * not; the parent is read after the last ')'; an orphan re-parented to us
  * (child subreaper) is still found; a process with no children has none;
- * reads are bounded by the caller's buffer.  No timing: pipes order it.
+ * reads are bounded by the caller's buffer; a child's descriptors from 3
+ * up become close-on-exec; mc_proc_reap reaps with the status.  No
+ * timing: pipes and waitid(WNOWAIT) order it.
  */
 #include "config.h"
 
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,8 +31,10 @@ main(void)
 {
 	int pc[2], rc[2], rg[2];
 	pid_t c, g, *d;
-	char buf[64];
+	char buf[64], cmp[64], path[64];
+	siginfo_t si;
 	size_t n;
+	int status, done;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1 || pipe(pc) == -1 ||
 	    pipe(rc) == -1 || pipe(rg) == -1) {
@@ -91,5 +98,38 @@ main(void)
 	d = mc_proc_descendants(getpid(), &n);
 	ok(d == NULL && n == 0, "nothing left below us");
 	eg_free(d);
+
+	/* a child: descriptors from 3 up close-on-exec, 0-2 left alone */
+	if (pipe(pc) == -1)
+		return 1;
+	if ((c = fork()) == 0) {
+		int bad = 0;
+
+		(void)fcntl(pc[1], F_SETFD, 0);
+		mc_proc_cloexec_fds();
+		bad |= !(fcntl(pc[0], F_GETFD) & FD_CLOEXEC);
+		bad |= !(fcntl(pc[1], F_GETFD) & FD_CLOEXEC);
+		bad |= (fcntl(2, F_GETFD) & FD_CLOEXEC) != 0;
+		_exit(bad ? 1 : 7);
+	}
+	close(pc[1]);
+	ok(c > 0 && waitid(P_PID, (id_t)c, &si, WEXITED | WNOWAIT) == 0,
+	    "the fd child exited (not reaped yet)");
+	status = done = 0;
+	mc_proc_reap(c, &status, &done);
+	ok(done && WIFEXITED(status) && WEXITSTATUS(status) == 7,
+	    "mc_proc_reap reaps it with its status: fds 3+ close-on-exec, "
+	    "2 not (%d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	ok(waitpid(c, NULL, WNOHANG) == -1, "... and it is gone");
+	done = 0;
+	mc_proc_reap(c, &status, &done);
+	ok(!done, "nothing more to reap: done stays 0");
+	close(pc[0]);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)getpid());
+	ok(mc_proc_read_file(path, buf, sizeof(buf)) > 0 &&
+	    mc_proc_read(getpid(), "comm", cmp, sizeof(cmp)) > 0 &&
+	    strcmp(buf, cmp) == 0, "a file by its path: %s", buf);
+	ok(mc_proc_read_file("/proc/self/no-such-file", buf, sizeof(buf))
+	    == -1, "a missing file: -1");
 	return done_testing();
 }

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #endif
 #include <sys/types.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,17 +19,20 @@
 #include "alloc.h"
 #include "procwalk.h"
 
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC	(1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range		436
+#endif
+
 ssize_t
-mc_proc_read(pid_t pid, const char *name, char *buf, size_t cap)
+mc_proc_read_file(const char *path, char *buf, size_t cap)
 {
-	char path[64];
 	ssize_t r;
 	int fd;
 
-	if (cap == 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (cap == 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	r = read(fd, buf, cap - 1);
 	close(fd);
@@ -35,6 +40,15 @@ mc_proc_read(pid_t pid, const char *name, char *buf, size_t cap)
 		return -1;
 	buf[r] = '\0';
 	return r;
+}
+
+ssize_t
+mc_proc_read(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	return mc_proc_read_file(path, buf, cap);
 }
 
 pid_t
@@ -116,4 +130,32 @@ mc_proc_descendants(pid_t root, size_t *np)
 	}
 	*np = nout;
 	return out;
+}
+
+void
+mc_proc_reap(pid_t child, int *status, int *done)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (pid == child) {
+			*status = st;
+			*done = 1;
+		}
+	}
+}
+
+void
+mc_proc_cloexec_fds(void)
+{
+	long fd, max;
+
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (fd = 3; fd < max; fd++)
+		(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 }

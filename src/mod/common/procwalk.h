@@ -1,8 +1,9 @@
 /*
  * procwalk.h: the process tree below a process, from /proc (Linux), for
  * the modules that stop what they started: the sandbox (egressd run's
- * timeout and clean-up) and replay (the keeper of a step).  libc only;
- * no printing, no exit().
+ * timeout and clean-up) and replay (the keeper of a step); with the two
+ * chores around their children (reaping, descriptors kept from exec).
+ * libc only; no printing, no exit().
  */
 #ifndef MC_PROCWALK_H
 #define MC_PROCWALK_H
@@ -11,10 +12,12 @@
 #include <stddef.h>
 
 /*
- * Read /proc/PID/NAME ("comm", "stat") into buf: at most cap - 1 bytes,
- * then a NUL.  The bytes read, or -1 when the process is gone or the
- * file cannot be read.
+ * Read a small file (of /proc: one read(2) gets it whole) into buf: at
+ * most cap - 1 bytes, then a NUL.  The bytes read, or -1 when the file
+ * cannot be opened or read.
  */
+ssize_t	 mc_proc_read_file(const char *path, char *buf, size_t cap);
+/* The same for /proc/PID/NAME ("comm", "stat"): -1 when pid is gone. */
 ssize_t	 mc_proc_read(pid_t pid, const char *name, char *buf, size_t cap);
 /* The parent of pid, from /proc/PID/stat; -1 when it is gone. */
 pid_t	 mc_proc_ppid(pid_t pid);
@@ -26,5 +29,16 @@ pid_t	 mc_proc_ppid(pid_t pid);
  * read so far.
  */
 pid_t	*mc_proc_descendants(pid_t root, size_t *np);
+/*
+ * Reap every exited child (WNOHANG); when one is child, its wait status
+ * goes to *status and *done becomes 1 (child -1: none is).
+ */
+void	 mc_proc_reap(pid_t child, int *status, int *done);
+/*
+ * In a child before exec: every descriptor from 3 up becomes close-on-
+ * exec (close_range(2), else one by one up to the limit, at most 65536).
+ * Async-signal-safe.
+ */
+void	 mc_proc_cloexec_fds(void);
 
 #endif

@@ -14,7 +14,6 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,10 +29,6 @@
 
 #include "run.h"
 #include "../common/procwalk.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC	(1U << 2)
-#endif
 
 static double
 now_s(void)
@@ -78,21 +73,6 @@ kill_tree(pid_t pgid, int sig, int spare_bwrap)
 	eg_free(pids);
 }
 
-/* Reap every exited child; note the status of ours. */
-static void
-reap(pid_t child, int *status, int *done)
-{
-	pid_t pid;
-	int st;
-
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (pid == child) {
-			*status = st;
-			*done = 1;
-		}
-	}
-}
-
 /* Find CMD in the PATH of envp, as execvp would (before fork). */
 static int
 resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
@@ -128,15 +108,7 @@ resolve_cmd(const char *cmd, char *const *envp, char *out, size_t len)
 static void
 child_fds(int keep, int keep2, int keep3)
 {
-	long fd, max;
-
-	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1) {
-		max = sysconf(_SC_OPEN_MAX);
-		if (max < 0 || max > 65536)
-			max = 65536;
-		for (fd = 3; fd < max; fd++)
-			(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
-	}
+	mc_proc_cloexec_fds();
 	if (keep != -1)
 		(void)fcntl(keep, F_SETFD, 0);
 	if (keep2 != -1)
@@ -232,7 +204,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 			} else
 				grace = now_s();	/* twice: no grace */
 		}
-		reap(child, &status, &done);
+		mc_proc_reap(child, &status, &done);
 		if (ready_r != -1 && npfd > 1 && pfd[1].revents != 0) {
 			if (read(ready_r, &c, 1) == 1)
 				ready = 1;
@@ -268,13 +240,13 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 		pid_t *left = mc_proc_descendants(getpid(), &n);
 
 		eg_free(left);
-		reap(-1, &e, &e);
+		mc_proc_reap(-1, &e, &e);
 		if (n == 0)
 			break;
 		(void)poll(NULL, 0, 20);
 	}
 	kill_tree(0, SIGKILL, 0);
-	reap(-1, &e, &e);
+	mc_proc_reap(-1, &e, &e);
 
 	if (forced != -1)
 		return forced;
