@@ -646,10 +646,12 @@ audit_guard(const struct run_state *st, const char *cwd, char *out,
 	return 0;
 }
 
-/* 1 if the host path p (resolved) can be seen inside the sandbox. */
+/*
+ * 1 if the host path p (resolved) is bound inside the sandbox: it lies in
+ * the working directory, a --rw or a --ro path.
+ */
 static int
-seen_inside(const struct run_state *st, const char *cwd,
-    const struct sb_strv *hidden, const char *p)
+bound_inside(const struct run_state *st, const char *cwd, const char *p)
 {
 	size_t i;
 
@@ -661,6 +663,18 @@ seen_inside(const struct run_state *st, const char *cwd,
 	for (i = 0; i < st->o.ro.n; i++)
 		if (sb_path_under(p, st->o.ro.v[i]))
 			return 1;
+	return 0;
+}
+
+/* 1 if the host path p (resolved) can be seen inside the sandbox. */
+static int
+seen_inside(const struct run_state *st, const char *cwd,
+    const struct sb_strv *hidden, const char *p)
+{
+	size_t i;
+
+	if (bound_inside(st, cwd, p))
+		return 1;
 	for (i = 0; i < hidden->n; i++)
 		if (sb_path_under(p, hidden->v[i]))
 			return 0;
@@ -783,15 +797,10 @@ sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
 	sb_strv_add(&hidden, "/run");
 	sb_maplibs(&libs, &hidden);
 	/* those already visible through a bind need nothing more */
-	for (i = 0; i < libs.n; i++) {
-		covered = sb_path_under(libs.v[i], cwd);
-		for (j = 0; j < st->o.rw.n; j++)
-			covered |= sb_path_under(libs.v[i], st->o.rw.v[j]);
-		for (j = 0; j < st->o.ro.n; j++)
-			covered |= sb_path_under(libs.v[i], st->o.ro.v[j]);
-		if (!covered && strcmp(libs.v[i], exe) != 0)
+	for (i = 0; i < libs.n; i++)
+		if (!bound_inside(st, cwd, libs.v[i]) &&
+		    strcmp(libs.v[i], exe) != 0)
 			sb_strv_add(&keep, libs.v[i]);
-	}
 	memset(&spec, 0, sizeof(spec));
 	spec.bwrap = bw;
 	spec.exe = exe;
@@ -808,11 +817,7 @@ sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
 		spec.hostdir = st->privdir;
 	}
 	/* one already hidden (/tmp, a home) needs nothing, unless bound */
-	covered = sb_path_under(spec.hostdir, cwd);
-	for (j = 0; j < st->o.rw.n; j++)
-		covered |= sb_path_under(spec.hostdir, st->o.rw.v[j]);
-	for (j = 0; j < st->o.ro.n; j++)
-		covered |= sb_path_under(spec.hostdir, st->o.ro.v[j]);
+	covered = bound_inside(st, cwd, spec.hostdir);
 	for (j = 0; !covered && j < hidden.n; j++) {
 		if (sb_path_under(spec.hostdir, hidden.v[j])) {
 			spec.hostdir = NULL;
