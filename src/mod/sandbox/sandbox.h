@@ -3,8 +3,8 @@
  * egressd relay).  Nothing outside src/mod/sandbox includes this file,
  * except the unit test of the Seatbelt profile generator.
  */
-#ifndef EG_SANDBOX_H
-#define EG_SANDBOX_H
+#ifndef SB_SANDBOX_H
+#define SB_SANDBOX_H
 
 #include <stddef.h>
 #include <stdint.h>
