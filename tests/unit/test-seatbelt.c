@@ -51,6 +51,9 @@ main(void)
 	struct sb_strv ctl = { bad2, 1, 2, 0 };
 	struct sb_strv quo = { q1, 1, 2, 0 };
 	struct sb_strv none = { NULL, 0, 0, 0 };
+	char *longv[41];
+	struct sb_strv longsv = { NULL, 0, 41, 0 };
+	size_t i;
 	struct sb_seatbelt x;
 	char err[256], *p;
 
@@ -60,7 +63,7 @@ main(void)
 	x.ro = &ro;
 	x.port = 41234;
 	err[0] = '\0';
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL, "profile generated (%s)", err);
 	ok(pos(p, "(version 1)") == 0 || pos(p, "(version 1)") > 0,
 	    "has (version 1)");
@@ -96,7 +99,7 @@ main(void)
 
 	/* no home: no deny line */
 	x.home = NULL;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "(deny file-read*") == -1,
 	    "without home no read deny");
 	free(p);
@@ -104,44 +107,81 @@ main(void)
 
 	/* quoting */
 	x.rw = &quo;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "(subpath \"/Users/ann/we\\\"ird\\\\dir\")")
 	    >= 0, "quote and backslash escaped");
 	free(p);
 
 	/* refusals */
 	x.rw = &bad;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "absolute") != NULL,
 	    "relative path refused (%s)", err);
 	free(p);
 	x.rw = &ctl;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "control") != NULL,
 	    "control character refused (%s)", err);
 	free(p);
 	x.rw = &none;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "no working dir refused (%s)", err);
 	free(p);
 	x.rw = &rw;
 	x.ro = &bad;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "relative read-only path refused");
 	free(p);
 	x.ro = &ro;
 	x.home = "Users/ann";
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL, "relative home refused");
 	free(p);
 	x.home = "/Users/ann";
 	x.port = 0;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p == NULL && strstr(err, "port") != NULL, "port 0 refused");
 	free(p);
 	x.port = 65535;
-	p = eg_sb_seatbelt_profile(&x, err, sizeof(err));
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
 	ok(p != NULL && pos(p, "\"localhost:65535\"") >= 0, "port 65535");
 	free(p);
+
+	/* the cap: SB_SEATBELT_MAX bytes of profile, paths included */
+	for (i = 0; i < nitems(longv) - 1; i++) {
+		longv[i] = malloc(4001);
+		if (longv[i] == NULL)
+			return 1;
+		memset(longv[i], 'a', 4000);
+		longv[i][0] = '/';
+		longv[i][4000] = '\0';
+	}
+	longv[i] = NULL;
+	longsv.v = longv;
+	longsv.n = 20;		/* 20 * 2 * 4000 bytes: under the cap */
+	x.rw = &longsv;
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
+	ok(p != NULL && strlen(p) > 160000 && strlen(p) < SB_SEATBELT_MAX &&
+	    pos(p, "\"localhost:65535\"))\n") == (long)strlen(p) - 20,
+	    "20 paths of 4000 bytes: a whole profile (%zu bytes)",
+	    p == NULL ? 0 : strlen(p));
+	free(p);
+	longsv.n = nitems(longv) - 1;	/* 40 of them: past the cap */
+	err[0] = '\0';
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
+	ok(p == NULL && strstr(err, "profile longer than 262144 bytes") !=
+	    NULL, "40 paths of 4000 bytes: refused at the cap (%s)", err);
+	free(p);
+	longsv.n = 1;
+	longv[0][2000] = '\0';
+	memset(longv[0] + 1, '"', 1999);	/* 2000 bytes, 3999 quoted */
+	x.ro = &longsv;
+	p = sb_seatbelt_profile(&x, err, sizeof(err));
+	ok(p != NULL && count(p, "\\\"") == 3 * 1999,
+	    "a path of quotes is escaped whole, every time (%d)",
+	    count(p, "\\\""));
+	free(p);
+	for (i = 0; i < nitems(longv) - 1; i++)
+		free(longv[i]);
 	return done_testing();
 }

@@ -18,6 +18,7 @@
 
 #include "alloc.h"
 #include "proc.h"
+#include "../common/procwalk.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open		434
@@ -152,60 +153,7 @@ rp_ident_signal(pid_t pid, const char *start, int sig)
 pid_t *
 eg_rp_descendants(pid_t root, size_t *np)
 {
-	struct ent { pid_t pid, ppid; } *all = NULL, *na;
-	pid_t *out = NULL, *no, ppid;
-	size_t n = 0, cap = 0, nout = 0, i, j;
-	struct dirent *de;
-	DIR *d;
-	char *end;
-	long v;
-	int grew;
-
-	*np = 0;
-	if ((d = opendir("/proc")) == NULL)
-		return NULL;
-	while ((de = readdir(d)) != NULL) {
-		v = strtol(de->d_name, &end, 10);
-		if (*end != '\0' || v <= 0)
-			continue;
-		if (proc_stat((pid_t)v, NULL, &ppid, NULL) == -1)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			na = eg_reallocarray(all, cap, sizeof(*all));
-			if (na == NULL)
-				break;
-			all = na;
-		}
-		all[n].pid = (pid_t)v;
-		all[n].ppid = ppid;
-		n++;
-	}
-	closedir(d);
-	/* transitive closure from root (few processes: quadratic is fine) */
-	do {
-		grew = 0;
-		for (i = 0; i < n; i++) {
-			int in = all[i].ppid == root;
-
-			for (j = 0; !in && j < nout; j++)
-				in = all[i].ppid == out[j];
-			for (j = 0; in && j < nout; j++)
-				if (out[j] == all[i].pid)
-					in = 0;
-			if (!in || all[i].pid == root)
-				continue;
-			no = eg_reallocarray(out, nout + 1, sizeof(*out));
-			if (no == NULL)
-				break;
-			out = no;
-			out[nout++] = all[i].pid;
-			grew = 1;
-		}
-	} while (grew);
-	eg_free(all);
-	*np = nout;
-	return out;
+	return mc_proc_descendants(root, np);
 }
 
 void

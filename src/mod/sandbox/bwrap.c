@@ -1,14 +1,17 @@
 /*
  * bwrap.c: the bubblewrap side of "egressd run".  It finds the launcher
- * in the system directories, lists what must be hidden (home directories)
- * or bound in (the proxy socket, the egressd binary and any library it
- * was loaded from), builds the bwrap command line, and explains in plain
- * words why a sandbox could not be created.
+ * in the system directories, checks what would be bound (the working
+ * directory, the --proxy socket's directory, the audit log), lists what
+ * must be hidden (home directories) or bound in (the proxy socket, the
+ * egressd binary and any library it was loaded from), builds the bwrap
+ * command line (its options through a memfd), and explains in plain
+ * words why a sandbox could not be created or CMD not found inside.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <sys/types.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
@@ -21,91 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sandbox.h"
-
-void
-eg_sb_strv_add(struct sb_strv *sv, const char *s)
-{
-	char **nv, *d;
-	size_t ncap;
-
-	if (sv->oom)
-		return;
-	if (sv->n + 2 > sv->cap) {
-		ncap = sv->cap ? sv->cap * 2 : 16;
-		nv = eg_realloc(sv->v, ncap * sizeof(*nv));
-		if (nv == NULL) {
-			sv->oom = 1;
-			return;
-		}
-		sv->v = nv;
-		sv->cap = ncap;
-	}
-	d = eg_strdup(s);
-	if (d == NULL) {
-		sv->oom = 1;
-		return;
-	}
-	sv->v[sv->n++] = d;
-	sv->v[sv->n] = NULL;
-}
-
-void
-eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b)
-{
-	size_t la, lb;
-	char *s;
-
-	la = strlen(a);
-	lb = strlen(b);
-	s = eg_malloc(la + lb + 1);
-	if (s == NULL) {
-		sv->oom = 1;
-		return;
-	}
-	memcpy(s, a, la);
-	memcpy(s + la, b, lb + 1);
-	eg_sb_strv_add(sv, s);
-	eg_free(s);
-}
-
-int
-eg_sb_strv_has(const struct sb_strv *sv, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		if (strcmp(sv->v[i], s) == 0)
-			return 1;
-	return 0;
-}
-
-void
-eg_sb_strv_free(struct sb_strv *sv)
-{
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		eg_free(sv->v[i]);
-	eg_free(sv->v);
-	sv->v = NULL;
-	sv->n = sv->cap = 0;
-	sv->oom = 0;
-}
-
-int
-eg_sb_path_under(const char *path, const char *dir)
-{
-	size_t n;
-
-	n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 1 && dir[0] == '/')
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 &&
-	    (path[n] == '\0' || path[n] == '/');
-}
+#include "run.h"
 
 /*
  * The first bwrap in the fixed directories, never $PATH (a planted bwrap
@@ -136,13 +55,13 @@ bwrap_scan(char *buf, size_t len, int usable)
 }
 
 const char *
-eg_sb_bwrap_find(char *buf, size_t len)
+sb_bwrap_find(char *buf, size_t len)
 {
 	return bwrap_scan(buf, len, 1);
 }
 
 const char *
-eg_sb_bwrap_unusable(char *buf, size_t len)
+sb_bwrap_unusable(char *buf, size_t len)
 {
 	return bwrap_scan(buf, len, 0);
 }
@@ -215,13 +134,13 @@ homes_add(struct sb_strv *out, const char *p)
 	    !S_ISDIR(st.st_mode))
 		return;
 	for (i = 0; i < out->n; i++)
-		if (eg_sb_path_under(rp, out->v[i]))
+		if (sb_path_under(rp, out->v[i]))
 			return;
-	eg_sb_strv_add(out, rp);
+	sb_strv_add(out, rp);
 }
 
 void
-eg_sb_homes(struct sb_strv *out, const char *home)
+sb_homes(struct sb_strv *out, const char *home)
 {
 	struct passwd *pw;
 	static const char *const sys[] = {
@@ -252,7 +171,7 @@ eg_sb_homes(struct sb_strv *out, const char *home)
 }
 
 void
-eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
+sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 {
 	char line[PATH_MAX + 256], *p, *nl;
 	FILE *fp;
@@ -269,11 +188,11 @@ eg_sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 		p = strchr(line, '/');
 		if (p == NULL || strstr(p, " (deleted)") != NULL)
 			continue;
-		if (eg_sb_strv_has(out, p))
+		if (sb_strv_has(out, p))
 			continue;
 		for (i = 0; i < hidden->n; i++) {
-			if (eg_sb_path_under(p, hidden->v[i])) {
-				eg_sb_strv_add(out, p);
+			if (sb_path_under(p, hidden->v[i])) {
+				sb_strv_add(out, p);
 				break;
 			}
 		}
@@ -293,11 +212,11 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	size_t i;
 
 #define BIND(opt, p) do {						\
-	if (under == NULL || (eg_sb_path_under((p), under) &&		\
+	if (under == NULL || (sb_path_under((p), under) &&		\
 	    strcmp((p), under) != 0)) {					\
-		eg_sb_strv_add(a, (opt));				\
-		eg_sb_strv_add(a, (p));					\
-		eg_sb_strv_add(a, (p));					\
+		sb_strv_add(a, (opt));				\
+		sb_strv_add(a, (p));					\
+		sb_strv_add(a, (p));					\
 	}								\
 } while (0)
 	for (i = 0; s->libs != NULL && i < s->libs->n; i++)
@@ -326,10 +245,10 @@ pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	char anc[PATH_MAX], *p;
 	size_t i, n;
 
-	if (eg_sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
+	if (sb_path_under(path, s->cwd) && strcmp(path, s->cwd) != 0)
 		root = s->cwd;
 	for (i = 0; s->rw != NULL && i < s->rw->n; i++)
-		if (eg_sb_path_under(path, s->rw->v[i]) &&
+		if (sb_path_under(path, s->rw->v[i]) &&
 		    strcmp(path, s->rw->v[i]) != 0 && (root == NULL ||
 		    strlen(s->rw->v[i]) > strlen(root)))
 			root = s->rw->v[i];
@@ -340,47 +259,47 @@ pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	/* each ancestor strictly between root and path, outermost first */
 	for (p = anc + n + 1; (p = strchr(p, '/')) != NULL; p++) {
 		*p = '\0';
-		eg_sb_strv_add(a, "--bind");
-		eg_sb_strv_add(a, anc);
-		eg_sb_strv_add(a, anc);
+		sb_strv_add(a, "--bind");
+		sb_strv_add(a, anc);
+		sb_strv_add(a, anc);
 		add_binds(s, a, anc);
 		*p = '/';
 	}
 }
 
 int
-eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
+sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 {
 	static const char *const tmpfs[] = { "/tmp", "/var/tmp", "/run" };
 	char num[16];
 	size_t i;
 
-	eg_sb_strv_add(a, s->bwrap);
-	eg_sb_strv_add(a, "--unshare-all");	/* network included */
-	eg_sb_strv_add(a, "--die-with-parent");
-	eg_sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	sb_strv_add(a, s->bwrap);
+	sb_strv_add(a, "--unshare-all");	/* network included */
+	sb_strv_add(a, "--die-with-parent");
+	sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
 	/*
 	 * No capability at all, even as root: with them, root inside could
 	 * remount / read-write or unmount the tmpfs that hide /run and the
 	 * homes.  (The relay sets no_new_privs before it runs the command.)
 	 */
-	eg_sb_strv_add(a, "--cap-drop");
-	eg_sb_strv_add(a, "ALL");
-	eg_sb_strv_add(a, "--ro-bind");
-	eg_sb_strv_add(a, "/");
-	eg_sb_strv_add(a, "/");
-	eg_sb_strv_add(a, "--dev");
-	eg_sb_strv_add(a, "/dev");
-	eg_sb_strv_add(a, "--proc");
-	eg_sb_strv_add(a, "/proc");
+	sb_strv_add(a, "--cap-drop");
+	sb_strv_add(a, "ALL");
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "/");
+	sb_strv_add(a, "--dev");
+	sb_strv_add(a, "/dev");
+	sb_strv_add(a, "--proc");
+	sb_strv_add(a, "/proc");
 	for (i = 0; i < nitems(tmpfs); i++) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, tmpfs[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, tmpfs[i]);
 	}
 	/* later mounts go on top, so hide first, then bind */
 	for (i = 0; s->homes != NULL && i < s->homes->n; i++) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->homes->v[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->homes->v[i]);
 	}
 	add_binds(s, a, NULL);
 	/*
@@ -391,11 +310,11 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * the working directory or a --rw/--ro path.
 	 */
 	if (s->hostdir != NULL) {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->hostdir);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->hostdir);
 		add_binds(s, a, s->hostdir);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, s->hostdir);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, s->hostdir);
 	}
 	/*
 	 * --hide paths (egressd replay: the caller's home, the record
@@ -405,17 +324,17 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 */
 	for (i = 0; s->hide != NULL && i < s->hide->n; i++) {
 		pin_parents(s, a, s->hide->v[i]);
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, s->hide->v[i]);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, s->hide->v[i]);
 		add_binds(s, a, s->hide->v[i]);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, s->hide->v[i]);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, s->hide->v[i]);
 	}
 	/* an audit log in a writable path: read-only, on top of them all */
 	if (s->audit != NULL) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->audit);
-		eg_sb_strv_add(a, s->audit);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->audit);
+		sb_strv_add(a, s->audit);
 	}
 	/*
 	 * The socket's directory is read-only inside, so the command can
@@ -424,46 +343,46 @@ eg_sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * may hold the admin socket.
 	 */
 	if (s->sockdir != NULL) {
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->sockdir);
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockdir);
+		sb_strv_add(a, SB_IN_SOCKDIR);
 	} else {
-		eg_sb_strv_add(a, "--tmpfs");
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
-		eg_sb_strv_add(a, "--ro-bind");
-		eg_sb_strv_add(a, s->sockfile);
-		eg_sb_strv_add(a, SB_IN_SOCK);
-		eg_sb_strv_add(a, "--remount-ro");
-		eg_sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--tmpfs");
+		sb_strv_add(a, SB_IN_SOCKDIR);
+		sb_strv_add(a, "--ro-bind");
+		sb_strv_add(a, s->sockfile);
+		sb_strv_add(a, SB_IN_SOCK);
+		sb_strv_add(a, "--remount-ro");
+		sb_strv_add(a, SB_IN_SOCKDIR);
 	}
-	eg_sb_strv_add(a, "--ro-bind");
-	eg_sb_strv_add(a, s->exe);
-	eg_sb_strv_add(a, SB_IN_EXE);
-	eg_sb_strv_add(a, "--chdir");
-	eg_sb_strv_add(a, s->cwd);
-	eg_sb_strv_add(a, "--");
-	eg_sb_strv_add(a, SB_IN_EXE);
-	eg_sb_strv_add(a, "relay");
-	eg_sb_strv_add(a, "--socket");
-	eg_sb_strv_add(a, SB_IN_SOCK);
+	sb_strv_add(a, "--ro-bind");
+	sb_strv_add(a, s->exe);
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "--chdir");
+	sb_strv_add(a, s->cwd);
+	sb_strv_add(a, "--");
+	sb_strv_add(a, SB_IN_EXE);
+	sb_strv_add(a, "relay");
+	sb_strv_add(a, "--socket");
+	sb_strv_add(a, SB_IN_SOCK);
 	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
-	eg_sb_strv_add(a, "--port");
-	eg_sb_strv_add(a, num);
+	sb_strv_add(a, "--port");
+	sb_strv_add(a, num);
 	if (s->handoff)
-		eg_sb_strv_add(a, "--handoff");
+		sb_strv_add(a, "--handoff");
 	if (s->ready_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->ready_fd);
-		eg_sb_strv_add(a, "--ready-fd");
-		eg_sb_strv_add(a, num);
+		sb_strv_add(a, "--ready-fd");
+		sb_strv_add(a, num);
 	}
 	if (s->exec_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->exec_fd);
-		eg_sb_strv_add(a, "--exec-fd");
-		eg_sb_strv_add(a, num);
+		sb_strv_add(a, "--exec-fd");
+		sb_strv_add(a, num);
 	}
-	eg_sb_strv_add(a, "--");
+	sb_strv_add(a, "--");
 	for (i = 0; s->cmd[i] != NULL; i++)
-		eg_sb_strv_add(a, s->cmd[i]);
+		sb_strv_add(a, s->cmd[i]);
 	return a->oom ? -1 : 0;
 }
 
@@ -485,7 +404,7 @@ sysctl_num(const char *path)
 }
 
 void
-eg_sb_bwrap_explain(const char *bwrap)
+sb_bwrap_explain(const char *bwrap)
 {
 	char line[512];
 	struct stat st;
@@ -496,7 +415,7 @@ eg_sb_bwrap_explain(const char *bwrap)
 	/* can it make any sandbox here, or was it our command line? */
 	if (bwrap_probe(bwrap, line, sizeof(line)) == -1) {
 		fprintf(stderr, "egressd: bwrap cannot create a sandbox here: ");
-		eg_sb_put_safe(line[0] != '\0' ? line : "(no message)");
+		sb_put_safe(line[0] != '\0' ? line : "(no message)");
 		fprintf(stderr, "\n  (%s --unshare-all --ro-bind / / true "
 		    "fails)\n", bwrap);
 	} else
@@ -548,4 +467,379 @@ eg_sb_bwrap_explain(const char *bwrap)
 "  profile allowing unshare and clone of namespaces, or --privileged).\n"
 "  Check with: %s --unshare-all --ro-bind / / true\n"
 "  (--sandbox none runs without any isolation.)\n", bwrap);
+}
+
+void
+sb_put_safe(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\%03o", *p);
+		else
+			fputc(*p, stderr);
+	}
+}
+
+/*
+ * The working directory is bound writable: refuse "/" and a whole home
+ * directory (it holds ~/.ssh), unless --rw names it.  0 or -1.
+ */
+int
+sb_check_cwd(const struct run_opts *o, const char *cwd)
+{
+	struct sb_strv homes = { 0 };
+	int bad;
+
+	sb_homes(&homes, getenv("HOME"));
+	bad = strcmp(cwd, "/") == 0 ||
+	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&o->rw, cwd));
+	sb_strv_free(&homes);
+	if (!bad)
+		return 0;
+	fprintf(stderr, "egressd: the working directory %s would be writable "
+	    "inside the sandbox, with everything in it;\n"
+	    "  cd into a project directory (or pass --rw %s to mean it)\n",
+	    cwd, cwd);
+	return -1;
+}
+
+/*
+ * The --proxy socket's directory is hidden inside (it may hold the admin
+ * socket): refuse one that must stay visible, "/", the working directory
+ * or a --rw/--ro path.  Fills st->proxydir; 0 or -1.
+ */
+int
+sb_check_proxydir(struct run_state *st, const char *cwd)
+{
+	char *slash;
+	size_t i;
+	int bad;
+
+	snprintf(st->proxydir, sizeof(st->proxydir), "%s", st->proxyrp);
+	slash = strrchr(st->proxydir, '/');
+	if (slash == NULL)
+		return -1;	/* realpath() is absolute */
+	if (slash == st->proxydir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	bad = strcmp(st->proxydir, "/") == 0 || strcmp(st->proxydir, cwd) == 0;
+	for (i = 0; i < st->o.rw.n; i++)
+		bad |= strcmp(st->proxydir, st->o.rw.v[i]) == 0;
+	for (i = 0; i < st->o.ro.n; i++)
+		bad |= strcmp(st->proxydir, st->o.ro.v[i]) == 0;
+	if (!bad)
+		return 0;
+	fprintf(stderr, "egressd: --proxy %s: its directory %s is hidden "
+	    "inside the sandbox (only the socket is bound in), so it cannot "
+	    "be the working directory, a --rw/--ro path or /;\n"
+	    "  put the socket in a directory of its own\n", st->proxyrp,
+	    st->proxydir);
+	return -1;
+}
+
+/*
+ * Hand bwrap its options through a memfd (--args FD) rather than its
+ * command line, which would show every host path in the sandbox's
+ * /proc/1/cmdline and in ps; the command after "--" stays on the command
+ * line (bwrap wants it there).  Returns the fd (close-on-exec; the child
+ * clears that) and fills out with "bwrap --args FD -- relay ...", or -1.
+ */
+int
+sb_args_memfd(const struct sb_strv *in, struct sb_strv *out)
+{
+	char num[16];
+	size_t i, len, off;
+	ssize_t n;
+	int fd;
+
+	fd = memfd_create("egressd-bwrap-args", MFD_CLOEXEC);
+	if (fd == -1) {
+		fprintf(stderr, "egressd: memfd_create: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	for (i = 1; i < in->n && strcmp(in->v[i], "--") != 0; i++) {
+		len = strlen(in->v[i]) + 1;	/* NUL-separated */
+		for (off = 0; off < len; off += (size_t)n) {
+			n = write(fd, in->v[i] + off, len - off);
+			if (n <= 0) {
+				fprintf(stderr, "egressd: memfd: %s\n",
+				    strerror(errno));
+				close(fd);
+				return -1;
+			}
+		}
+	}
+	if (lseek(fd, 0, SEEK_SET) == -1) {
+		close(fd);
+		return -1;
+	}
+	snprintf(num, sizeof(num), "%d", fd);
+	sb_strv_add(out, in->v[0]);
+	sb_strv_add(out, "--args");
+	sb_strv_add(out, num);
+	for (; i < in->n; i++)
+		sb_strv_add(out, in->v[i]);
+	if (out->oom) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The audit log must never be writable from inside: when it lies in the
+ * working directory or a --rw path (--audit run.log), it is bound
+ * read-only over itself, so that writing, truncating, removing or
+ * renaming over it fails (EROFS, EBUSY) while egressd keeps appending
+ * through the descriptor it holds.  A file with more than one hard link
+ * is refused: another name of it may lie in a writable path.  Stores the
+ * path to bind in out ("" for none); 0, or an exit status.
+ */
+static int
+audit_guard(const struct run_state *st, const char *cwd, char *out,
+    size_t len)
+{
+	char rp[PATH_MAX];
+	struct stat sst;
+	size_t i;
+	int fd, w;
+
+	out[0] = '\0';
+	if (st->o.proxy != NULL || st->audit_tmp ||
+	    strcmp(st->auditpath, "-") == 0)
+		return 0;
+	/* egress_start() created it; make sure, it must exist to be bound */
+	fd = open(st->auditpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0640);
+	if (fd == -1 || fstat(fd, &sst) == -1 ||
+	    realpath(st->auditpath, rp) == NULL) {
+		fprintf(stderr, "egressd: audit log %s: %s\n", st->auditpath,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return 3;
+	}
+	close(fd);
+	if (!S_ISREG(sst.st_mode))
+		return 0;	/* /dev/null, a FIFO: nothing to erase */
+	if (sst.st_nlink > 1) {
+		fprintf(stderr, "egressd run: the audit log %s has %lu hard "
+		    "links; another name of it may be writable inside the "
+		    "sandbox;\n  keep the audit log in a file of its own, "
+		    "outside the working directory\n  (e.g. --audit "
+		    "$XDG_STATE_HOME/egressd/run.log)\n", rp,
+		    (unsigned long)sst.st_nlink);
+		return 2;
+	}
+	w = sb_path_under(rp, cwd);
+	for (i = 0; i < st->o.rw.n; i++)
+		w |= sb_path_under(rp, st->o.rw.v[i]);
+	if (w && snprintf(out, len, "%s", rp) >= (int)len) {
+		fprintf(stderr, "egressd: audit log %s: %s\n", rp,
+		    strerror(ENAMETOOLONG));
+		return 3;
+	}
+	return 0;
+}
+
+/*
+ * 1 if the host path p (resolved) is bound inside the sandbox: it lies in
+ * the working directory, a --rw or a --ro path.
+ */
+static int
+bound_inside(const struct run_state *st, const char *cwd, const char *p)
+{
+	size_t i;
+
+	if (sb_path_under(p, cwd))
+		return 1;
+	for (i = 0; i < st->o.rw.n; i++)
+		if (sb_path_under(p, st->o.rw.v[i]))
+			return 1;
+	for (i = 0; i < st->o.ro.n; i++)
+		if (sb_path_under(p, st->o.ro.v[i]))
+			return 1;
+	return 0;
+}
+
+/* 1 if the host path p (resolved) can be seen inside the sandbox. */
+static int
+seen_inside(const struct run_state *st, const char *cwd,
+    const struct sb_strv *hidden, const char *p)
+{
+	size_t i;
+
+	if (bound_inside(st, cwd, p))
+		return 1;
+	for (i = 0; i < hidden->n; i++)
+		if (sb_path_under(p, hidden->v[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * CMD, found on the host at host (through the caller's PATH), lies in a
+ * directory the sandbox hides (a home, /tmp, /var/tmp, /run), or is a
+ * link into one: what to say if it then cannot be run inside (exit
+ * 127), with the --ro options that show it, into out.  out is empty
+ * when it is visible inside.
+ */
+void
+sb_cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
+    const char *host, char *out, size_t len)
+{
+	struct sb_strv homes = { 0 };
+	char abs[PATH_MAX], dir[2][PATH_MAX], opts[2 * PATH_MAX + 16], *s;
+	size_t i, o = 0;
+	int n;
+
+	out[0] = '\0';
+	opts[0] = '\0';
+	n = host[0] == '/' ? snprintf(abs, sizeof(abs), "%s", host) :
+	    snprintf(abs, sizeof(abs), "%s/%s", cwd, host);
+	if (n < 0 || (size_t)n >= sizeof(abs))
+		return;
+	/* the directory PATH named, and the one the file really is in */
+	snprintf(dir[0], sizeof(dir[0]), "%s", abs);
+	if ((s = strrchr(dir[0], '/')) != NULL)
+		s[s == dir[0] ? 1 : 0] = '\0';
+	if (realpath(dir[0], dir[1]) == NULL)
+		return;
+	memcpy(dir[0], dir[1], sizeof(dir[0]));
+	if (realpath(abs, dir[1]) == NULL)
+		return;
+	if ((s = strrchr(dir[1], '/')) != NULL)
+		s[s == dir[1] ? 1 : 0] = '\0';
+	sb_homes(&homes, getenv("HOME"));
+	sb_strv_add(&homes, "/tmp");
+	sb_strv_add(&homes, "/var/tmp");
+	sb_strv_add(&homes, "/run");
+	for (i = 0; i < 2; i++) {
+		if (seen_inside(st, cwd, &homes, dir[i]) ||
+		    (i == 1 && strcmp(dir[0], dir[1]) == 0))
+			continue;
+		n = snprintf(opts + o, sizeof(opts) - o, " --ro %s", dir[i]);
+		if (n > 0 && (size_t)n < sizeof(opts) - o)
+			o += (size_t)n;
+	}
+	sb_strv_free(&homes);
+	if (o == 0)
+		return;
+	snprintf(out, len, "egressd: %s: not found inside the sandbox; on "
+	    "this host it is %s, in a directory the sandbox hides (the home "
+	    "directories, /tmp, /var/tmp and /run are empty inside)\n"
+	    "egressd: fix: add%s to make it visible (read-only)\n", cmd, abs,
+	    opts);
+}
+
+/* bwrap mode: the launcher argv; 0, or an exit status. */
+int
+sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
+    struct sb_strv *argv)
+{
+	struct sb_bwrap_spec spec;
+	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 };
+	struct sb_strv keep = { 0 };
+	char bw[PATH_MAX], exe[PATH_MAX], audit[PATH_MAX];
+	ssize_t n;
+	size_t i, j;
+	int rc = 3, covered;
+
+	rc = audit_guard(st, cwd, audit, sizeof(audit));
+	if (rc != 0)
+		return rc;
+	rc = 3;
+
+	if (sb_bwrap_find(bw, sizeof(bw)) == NULL &&
+	    sb_bwrap_unusable(bw, sizeof(bw)) != NULL) {
+		struct stat bst;
+
+		fprintf(stderr, "egressd: bwrap cannot be used: %s is %s\n"
+		    "egressd: fix: reinstall bubblewrap, or run without any "
+		    "isolation with --sandbox none\n", bw,
+		    stat(bw, &bst) == -1 ? "a dangling link" :
+		    !S_ISREG(bst.st_mode) ? "not a regular file" :
+		    "not executable");
+		return 3;
+	}
+	if (sb_bwrap_find(bw, sizeof(bw)) == NULL) {
+		fprintf(stderr,
+"egressd: bubblewrap (bwrap) is not installed: looked in /usr/bin, /bin,\n"
+"  /usr/local/bin and /usr/sbin (never $PATH).\n"
+"egressd: fix: apt-get install bubblewrap (Debian, Ubuntu), dnf install\n"
+"  bubblewrap (Fedora), apk add bubblewrap (Alpine); or run without any\n"
+"  isolation with --sandbox none.\n");
+		return 3;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(exe) - 1) {
+		fprintf(stderr, "egressd: /proc/self/exe: %s\n",
+		    strerror(errno));
+		return 3;
+	}
+	exe[n] = '\0';
+	if (strstr(exe, " (deleted)") != NULL) {
+		fprintf(stderr, "egressd: %s was replaced while running; "
+		    "run it again\n", exe);
+		return 3;
+	}
+	sb_homes(&homes, getenv("HOME"));
+	for (i = 0; i < homes.n; i++)
+		sb_strv_add(&hidden, homes.v[i]);
+	for (i = 0; i < st->o.hide.n; i++)
+		sb_strv_add(&hidden, st->o.hide.v[i]);
+	sb_strv_add(&hidden, "/tmp");
+	sb_strv_add(&hidden, "/var/tmp");
+	sb_strv_add(&hidden, "/run");
+	sb_maplibs(&libs, &hidden);
+	/* those already visible through a bind need nothing more */
+	for (i = 0; i < libs.n; i++)
+		if (!bound_inside(st, cwd, libs.v[i]) &&
+		    strcmp(libs.v[i], exe) != 0)
+			sb_strv_add(&keep, libs.v[i]);
+	memset(&spec, 0, sizeof(spec));
+	spec.bwrap = bw;
+	spec.exe = exe;
+	spec.cwd = cwd;
+	spec.rw = &st->o.rw;
+	spec.ro = &st->o.ro;
+	spec.homes = &homes;
+	spec.libs = &keep;
+	if (st->o.proxy != NULL) {
+		spec.sockfile = st->proxyrp;
+		spec.hostdir = st->proxydir;
+	} else {
+		spec.sockdir = st->sockdir;
+		spec.hostdir = st->privdir;
+	}
+	/* one already hidden (/tmp, a home) needs nothing, unless bound */
+	covered = bound_inside(st, cwd, spec.hostdir);
+	for (j = 0; !covered && j < hidden.n; j++) {
+		if (sb_path_under(spec.hostdir, hidden.v[j])) {
+			spec.hostdir = NULL;
+			break;
+		}
+	}
+	spec.audit = audit[0] != '\0' ? audit : NULL;
+	spec.ready_fd = ready_fd;
+	spec.exec_fd = st->o.launch_fd;
+	spec.hide = &st->o.hide;
+	spec.handoff = st->o.proxy == NULL || st->o.handoff;
+	spec.cmd = st->o.cmd;
+	if (sb_bwrap_argv(&spec, argv) == -1 || homes.oom || libs.oom ||
+	    keep.oom) {
+		fprintf(stderr, "egressd: out of memory\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	sb_strv_free(&homes);
+	sb_strv_free(&hidden);
+	sb_strv_free(&libs);
+	sb_strv_free(&keep);
+	return rc;
 }

@@ -102,7 +102,7 @@ rl_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 int
-eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
+sb_relay_listen(uint16_t port, uint16_t *bound, char *err, size_t errlen)
 {
 	struct sockaddr_in sin;
 	socklen_t slen;
@@ -549,7 +549,7 @@ rl_reap(struct rl_loop *l)
 }
 
 int
-eg_sb_relay_loop(int lfd, const char *sockpath, int handoff,
+sb_relay_loop(int lfd, const char *sockpath, int handoff,
     const struct sb_relay_ctl *ctl, char *err, size_t errlen)
 {
 	struct epoll_event ev, evs[64];
@@ -668,22 +668,18 @@ static const char relay_usage[] =
 "there, so that the launcher tells that apart from CMD's own exit.\n"
 "egressd run starts this inside the sandbox; it is seldom run by hand.\n";
 
+/* The number optarg of option what in [lo, hi]: 0, or -1 said. */
 static int
-rl_num(const char *s, long lo, long hi, long *out)
+opt_num(const char *what, long lo, long hi, long *out)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+	if (sb_num(optarg, lo, hi, out) == 0)
+		return 0;
+	fprintf(stderr, "egressd relay: bad %s '%s'\n", what, optarg);
+	return -1;
 }
 
 int
-eg_sb_relay_main(int argc, char *argv[])
+sb_relay_main(int argc, char *argv[])
 {
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -716,28 +712,19 @@ eg_sb_relay_main(int argc, char *argv[])
 			sock = optarg;
 			break;
 		case 'p':
-			if (rl_num(optarg, 1, 65535, &port) == -1) {
-				fprintf(stderr, "egressd relay: bad port "
-				    "'%s'\n", optarg);
+			if (opt_num("port", 1, 65535, &port) == -1)
 				return 2;
-			}
 			break;
 		case 'r':
-			if (rl_num(optarg, 3, 1023, &rfd) == -1) {
-				fprintf(stderr, "egressd relay: bad "
-				    "--ready-fd '%s'\n", optarg);
+			if (opt_num("--ready-fd", 3, 1023, &rfd) == -1)
 				return 2;
-			}
 			break;
 		case 'H':
 			handoff = 1;
 			break;
 		case 'x':
-			if (rl_num(optarg, 3, 1023, &xfd) == -1) {
-				fprintf(stderr, "egressd relay: bad "
-				    "--exec-fd '%s'\n", optarg);
+			if (opt_num("--exec-fd", 3, 1023, &xfd) == -1)
 				return 2;
-			}
 			break;
 		case 'h':
 			fputs(relay_usage, stdout);
@@ -763,7 +750,7 @@ eg_sb_relay_main(int argc, char *argv[])
 		return 3;
 	}
 
-	lfd = eg_sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
+	lfd = sb_relay_listen((uint16_t)port, &bound, err, sizeof(err));
 	if (lfd == -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
@@ -799,7 +786,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	 * by this process, never by the command): now the filter for the
 	 * command, built before fork so that a failure is reported plainly.
 	 */
-	filt = eg_sb_filter_new(err, sizeof(err));
+	filt = sb_filter_new(err, sizeof(err));
 	if (filt == NULL) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		return 3;
@@ -807,14 +794,14 @@ eg_sb_relay_main(int argc, char *argv[])
 	rp.child = fork();
 	if (rp.child == -1) {
 		fprintf(stderr, "egressd relay: fork: %s\n", strerror(errno));
-		eg_sb_filter_free(filt);
+		sb_filter_free(filt);
 		return 3;
 	}
 	if (rp.child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &omask, NULL);
 		(void)signal(SIGPIPE, SIG_DFL);
 		/* fail closed: never run the command unfiltered */
-		if (eg_sb_filter_load(filt, err, sizeof(err)) == -1) {
+		if (sb_filter_load(filt, err, sizeof(err)) == -1) {
 			fprintf(stderr, "egressd relay: %s\n", err);
 			ch = -1;	/* not launched: no sandbox */
 			if (xfd != -1)
@@ -831,7 +818,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	}
 	if (xfd != -1)
 		close((int)xfd);
-	eg_sb_filter_free(filt);
+	sb_filter_free(filt);
 	/* the sandbox is up and the door is open */
 	if (rfd != -1) {
 		(void)write((int)rfd, "1", 1);
@@ -840,7 +827,7 @@ eg_sb_relay_main(int argc, char *argv[])
 	ctl.fd = rp.sfd;
 	ctl.cb = rl_proc_cb;
 	ctl.arg = &rp;
-	if (eg_sb_relay_loop(lfd, sock, handoff, &ctl, err, sizeof(err)) ==
+	if (sb_relay_loop(lfd, sock, handoff, &ctl, err, sizeof(err)) ==
 	    -1) {
 		fprintf(stderr, "egressd relay: %s\n", err);
 		(void)kill(rp.child, SIGKILL);

@@ -3,8 +3,8 @@
  * egressd relay).  Nothing outside src/mod/sandbox includes this file,
  * except the unit test of the Seatbelt profile generator.
  */
-#ifndef EG_SANDBOX_H
-#define EG_SANDBOX_H
+#ifndef SB_SANDBOX_H
+#define SB_SANDBOX_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,16 +37,19 @@ struct sb_strv {
 };
 
 /* Append a copy of s. */
-void	eg_sb_strv_add(struct sb_strv *sv, const char *s);
+void	sb_strv_add(struct sb_strv *sv, const char *s);
 /* Append "a" followed by "b" as one string. */
-void	eg_sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
+void	sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
 /* 1 if an element equals s. */
-int	eg_sb_strv_has(const struct sb_strv *sv, const char *s);
+int	sb_strv_has(const struct sb_strv *sv, const char *s);
 /* Free every element and the vector; leaves it empty and reusable. */
-void	eg_sb_strv_free(struct sb_strv *sv);
+void	sb_strv_free(struct sb_strv *sv);
 
 /* 1 if path is dir or below it ("/a/b" is under "/a", "/ab" is not). */
-int	eg_sb_path_under(const char *path, const char *dir);
+int	sb_path_under(const char *path, const char *dir);
+/* s as a decimal number in [lo, hi] into *out: 0, or -1 (nothing else
+ * in s, no overflow). */
+int	sb_num(const char *s, long lo, long hi, long *out);
 
 /*
  * relay.c.  A relay accepts TCP connections on a listening socket and
@@ -65,7 +68,7 @@ struct sb_relay_ctl {
  * exec.  Returns the fd and stores the bound port, or -1 with a message
  * in err.
  */
-int	eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
+int	sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
 	    size_t errlen);
 /*
  * Run the relay on lfd until ctl->cb returns nonzero.  With handoff,
@@ -74,10 +77,10 @@ int	eg_sb_relay_listen(uint16_t port, uint16_t *bound, char *err,
  * open are closed on return; lfd is not.  Returns 0, or -1 with a
  * message in err when the loop itself cannot run.
  */
-int	eg_sb_relay_loop(int lfd, const char *sockpath, int handoff,
+int	sb_relay_loop(int lfd, const char *sockpath, int handoff,
 	    const struct sb_relay_ctl *ctl, char *err, size_t errlen);
 /* "egressd relay ...": argv[0] is "relay".  Returns the exit status. */
-int	eg_sb_relay_main(int argc, char *argv[]);
+int	sb_relay_main(int argc, char *argv[]);
 
 /*
  * seccomp.c: the filter on the command inside the sandbox (no Unix
@@ -88,10 +91,10 @@ int	eg_sb_relay_main(int argc, char *argv[]);
 struct sb_filter;
 
 /* The filter, or NULL with a message in err. */
-struct sb_filter *eg_sb_filter_new(char *err, size_t errlen);
+struct sb_filter *sb_filter_new(char *err, size_t errlen);
 /* Install it on the calling thread, for good.  0, or -1 with err. */
-int	eg_sb_filter_load(struct sb_filter *f, char *err, size_t errlen);
-void	eg_sb_filter_free(struct sb_filter *f);
+int	sb_filter_load(struct sb_filter *f, char *err, size_t errlen);
+void	sb_filter_free(struct sb_filter *f);
 
 /*
  * bwrap.c: the bubblewrap command line.
@@ -121,35 +124,35 @@ struct sb_bwrap_spec {
  * Find the launcher in the system directories only (never $PATH); copy
  * its path into buf and return buf, or NULL.
  */
-const char	*eg_sb_bwrap_find(char *buf, size_t len);
+const char	*sb_bwrap_find(char *buf, size_t len);
 /* The first "bwrap" present in those directories (even one that is not
  * a regular executable file), or NULL: to tell "not installed" from
  * "installed but unusable". */
-const char	*eg_sb_bwrap_unusable(char *buf, size_t len);
+const char	*sb_bwrap_unusable(char *buf, size_t len);
 /* s to stderr with control characters as \ooo (file names come from the
  * working directory, which the command may have written; bwrap's lines). */
-void	eg_sb_put_safe(const char *s);
+void	sb_put_safe(const char *s);
 /* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
-int		 eg_sb_bwrap_argv(const struct sb_bwrap_spec *spec,
+int		 sb_bwrap_argv(const struct sb_bwrap_spec *spec,
 		    struct sb_strv *out);
 /*
  * The directories to hide: /home, /root, every /etc/passwd home of a
  * regular user (uid >= 1000) and home (may be NULL); existing
  * directories only, resolved, without duplicates.
  */
-void		 eg_sb_homes(struct sb_strv *out, const char *home);
+void		 sb_homes(struct sb_strv *out, const char *home);
 /*
  * Files mapped into this process (the shared libraries of a build-tree
  * egressd) that lie under one of the hidden directories, so the relay
  * can still be loaded inside.
  */
-void		 eg_sb_maplibs(struct sb_strv *out,
+void		 sb_maplibs(struct sb_strv *out,
 		    const struct sb_strv *hidden);
 /*
  * Explain on stderr why bubblewrap could not create a sandbox and how
  * to fix it, from the kernel settings of this machine.
  */
-void		 eg_sb_bwrap_explain(const char *bwrap);
+void		 sb_bwrap_explain(const char *bwrap);
 
 /*
  * seatbelt.c: the macOS sandbox-exec profile.  Every path must be
@@ -162,11 +165,15 @@ struct sb_seatbelt {
 	uint16_t	 port;		/* the proxy's localhost port */
 };
 
+/* The profile's cap: the fixed rules are 1.5 KiB, the rest is paths. */
+#define SB_SEATBELT_MAX	(256 * 1024)
+
 /*
  * The profile text (malloc'd, the caller frees), or NULL with a message
- * in err for a relative path, a path with control characters, or port 0.
+ * in err for a relative path, a path with control characters, port 0, or
+ * a profile that would pass SB_SEATBELT_MAX.
  */
-char	*eg_sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
+char	*sb_seatbelt_profile(const struct sb_seatbelt *sbx, char *err,
 	    size_t errlen);
 
 #endif

@@ -10,69 +10,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "sandbox.h"
-
-/* An append-only text buffer; on failure it sets oom and stays put. */
-struct sbuf {
-	char	*s;
-	size_t	 len, cap;
-	int	 oom;
-};
-
-static void
-sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-	char *ns;
-	size_t ncap;
-
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		ncap = b->cap ? b->cap : 1024;
-		while (ncap < b->len + n + 1)
-			ncap *= 2;
-		ns = eg_realloc(b->s, ncap);
-		if (ns == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = ncap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void
-sbuf_str(struct sbuf *b, const char *s)
-{
-	sbuf_add(b, s, strlen(s));
-}
 
 /* An SBPL string literal: double quotes, with " and \ escaped. */
 static void
-sbuf_quote(struct sbuf *b, const char *s)
+put_quoted(struct eg_buf *b, const char *s)
 {
-	sbuf_add(b, "\"", 1);
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			sbuf_add(b, "\\", 1);
-		sbuf_add(b, s, 1);
+	size_t run;
+
+	eg_buf_add(b, "\"", 1);
+	for (;;) {
+		run = strcspn(s, "\"\\");
+		eg_buf_add(b, s, run);
+		if (s[run] == '\0')
+			break;
+		eg_buf_add(b, "\\", 1);
+		eg_buf_add(b, s + run, 1);
+		s += run + 1;
 	}
-	sbuf_add(b, "\"", 1);
+	eg_buf_add(b, "\"", 1);
 }
 
 /* "(subpath "P")" for every path of sv. */
 static void
-sbuf_subpaths(struct sbuf *b, const struct sb_strv *sv)
+put_subpaths(struct eg_buf *b, const struct sb_strv *sv)
 {
 	size_t i;
 
 	for (i = 0; sv != NULL && i < sv->n; i++) {
-		sbuf_str(b, "\n    (subpath ");
-		sbuf_quote(b, sv->v[i]);
-		sbuf_str(b, ")");
+		eg_buf_str(b, "\n    (subpath ");
+		put_quoted(b, sv->v[i]);
+		eg_buf_str(b, ")");
 	}
 }
 
@@ -109,10 +78,9 @@ paths_ok(const struct sb_strv *sv, const char *what, char *err,
 }
 
 char *
-eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
+sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 {
-	struct sbuf b;
-	char num[64];
+	struct eg_buf b = EG_BUF_HEAP(SB_SEATBELT_MAX);
 
 	if (x->port == 0) {
 		snprintf(err, errlen, "proxy port: 0 is not a port");
@@ -128,8 +96,7 @@ eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 		return NULL;
 	}
 
-	memset(&b, 0, sizeof(b));
-	sbuf_str(&b,
+	eg_buf_str(&b,
 ";; egressd run: generated Seatbelt profile for sandbox-exec(1)\n"
 "(version 1)\n"
 "(deny default)\n"
@@ -153,22 +120,22 @@ eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 ";; reads: everywhere but the home directory\n"
 "(allow file-read*)\n");
 	if (x->home != NULL) {
-		sbuf_str(&b, "(deny file-read* (subpath ");
-		sbuf_quote(&b, x->home);
-		sbuf_str(&b, "))\n");
+		eg_buf_str(&b, "(deny file-read* (subpath ");
+		put_quoted(&b, x->home);
+		eg_buf_str(&b, "))\n");
 	}
 	/* stat() of the path down to a working dir under $HOME */
-	sbuf_str(&b, "(allow file-read-metadata)\n");
-	sbuf_str(&b, "(allow file-read*");
-	sbuf_subpaths(&b, x->rw);
-	sbuf_subpaths(&b, x->ro);
-	sbuf_str(&b, ")\n");
+	eg_buf_str(&b, "(allow file-read-metadata)\n");
+	eg_buf_str(&b, "(allow file-read*");
+	put_subpaths(&b, x->rw);
+	put_subpaths(&b, x->ro);
+	eg_buf_str(&b, ")\n");
 
-	sbuf_str(&b, "\n;; writes: the working directories and terminals only\n"
+	eg_buf_str(&b, "\n;; writes: the working directories and terminals only\n"
 	    "(allow file-write*");
-	sbuf_subpaths(&b, x->rw);
-	sbuf_str(&b, ")\n");
-	sbuf_str(&b,
+	put_subpaths(&b, x->rw);
+	eg_buf_str(&b, ")\n");
+	eg_buf_str(&b,
 "(allow file-write-data file-ioctl\n"
 "    (literal \"/dev/null\")\n"
 "    (literal \"/dev/zero\")\n"
@@ -178,14 +145,18 @@ eg_sb_seatbelt_profile(const struct sb_seatbelt *x, char *err, size_t errlen)
 "    (regex #\"^/dev/fd/[0-9]+$\"))\n"
 "\n"
 ";; network: the proxy on localhost, nothing else\n");
-	snprintf(num, sizeof(num), "%u", (unsigned)x->port);
-	sbuf_str(&b, "(allow network-outbound (remote ip \"localhost:");
-	sbuf_str(&b, num);
-	sbuf_str(&b, "\"))\n");
-	if (b.oom) {
-		eg_free(b.s);
-		snprintf(err, errlen, "out of memory");
+	eg_buf_str(&b, "(allow network-outbound (remote ip \"localhost:");
+	eg_buf_u64(&b, x->port);
+	eg_buf_add(&b, "\"))\n", 5);	/* and the NUL */
+	if (eg_buf_failed(&b)) {
+		if (eg_buf_failed(&b) == EG_BUF_FULL)
+			snprintf(err, errlen, "profile longer than %u bytes "
+			    "(too many or too long paths)",
+			    (unsigned)SB_SEATBELT_MAX);
+		else
+			snprintf(err, errlen, "out of memory");
+		eg_buf_clear(&b);
 		return NULL;
 	}
-	return b.s;
+	return eg_buf_data(&b);
 }

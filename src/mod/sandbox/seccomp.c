@@ -38,7 +38,7 @@ struct sb_filter {
 };
 
 struct sb_filter *
-eg_sb_filter_new(char *err, size_t errlen)
+sb_filter_new(char *err, size_t errlen)
 {
 	static const char *const uring[] = {
 		"io_uring_setup", "io_uring_enter", "io_uring_register"
@@ -89,12 +89,12 @@ eg_sb_filter_new(char *err, size_t errlen)
 	return f;
 fail:
 	snprintf(err, errlen, "seccomp: %s: %s", what, strerror(-rc));
-	eg_sb_filter_free(f);
+	sb_filter_free(f);
 	return NULL;
 }
 
 int
-eg_sb_filter_load(struct sb_filter *f, char *err, size_t errlen)
+sb_filter_load(struct sb_filter *f, char *err, size_t errlen)
 {
 	int rc;
 
@@ -108,7 +108,7 @@ eg_sb_filter_load(struct sb_filter *f, char *err, size_t errlen)
 }
 
 void
-eg_sb_filter_free(struct sb_filter *f)
+sb_filter_free(struct sb_filter *f)
 {
 	if (f == NULL)
 		return;
