@@ -87,27 +87,21 @@ call(const char *what, const char *method, const char *path,
 }
 
 /*
- * The route of what ("phase", "audit"): the default session's /v1/WHAT,
- * or with -S /v1/sessions/NAME/WHAT (the name has passed
- * eg_session_name_ok(), so it needs no escaping in a path).
+ * The route of sub ("phase", "audit") and its words in messages: the
+ * default session's /v1/SUB and "SUB", or with -S /v1/sessions/NAME/SUB
+ * and "session NAME SUB" (the name has passed eg_session_name_ok(), so
+ * it needs no escaping in a path).
  */
 static void
-route(char *buf, size_t len, const char *what)
+scope(const char *sub, char *path, size_t plen, char *what, size_t wlen)
 {
-	if (ctl_session != NULL)
-		snprintf(buf, len, "/v1/sessions/%s/%s", ctl_session, what);
-	else
-		snprintf(buf, len, "/v1/%s", what);
-}
-
-/* "phase" or "session NAME phase", for messages. */
-static void
-what_of(char *buf, size_t len, const char *what)
-{
-	if (ctl_session != NULL)
-		snprintf(buf, len, "session %s %s", ctl_session, what);
-	else
-		snprintf(buf, len, "%s", what);
+	if (ctl_session != NULL) {
+		snprintf(path, plen, "/v1/sessions/%s/%s", ctl_session, sub);
+		snprintf(what, wlen, "session %s %s", ctl_session, sub);
+	} else {
+		snprintf(path, plen, "/v1/%s", sub);
+		snprintf(what, wlen, "%s", sub);
+	}
 }
 
 int
@@ -159,8 +153,7 @@ cmd_phase_show(void)
 	struct jv v;
 	int rc, done;
 
-	route(path, sizeof(path), "phase");
-	what_of(what, sizeof(what), "phase");
+	scope("phase", path, sizeof(path), what, sizeof(what));
 	if ((rc = call(what, "GET", path, NULL, &v, &done)) || done)
 		return rc;
 	printf("%-12s ", "phase");
@@ -185,9 +178,8 @@ cmd_phase_set(const char *name)
 		return usage_err("'%s' is not a phase name (1 to %d of "
 		    "A-Z a-z 0-9 _ . -)", name, EG_PHASE_NAME_MAX);
 	snprintf(body, sizeof(body), "{\"phase\":\"%s\"}", name);
-	what_of(w, sizeof(w), "phase");
+	scope("phase", path, sizeof(path), w, sizeof(w));
 	snprintf(what, sizeof(what), "%s %s", w, name);
-	route(path, sizeof(path), "phase");
 	if ((rc = call(what, "PUT", path, body, &v, &done)) || done)
 		return rc;
 	n = jnum(&v, "closed");
@@ -267,8 +259,7 @@ cmd_audit(uint64_t since, unsigned limit, int follow)
 	size_t i;
 	int rc, first = 1;
 
-	route(base, sizeof(base), "audit");
-	what_of(what, sizeof(what), "audit");
+	scope("audit", base, sizeof(base), what, sizeof(what));
 	if (follow) {
 		signal(SIGINT, on_int);
 		signal(SIGTERM, on_int);

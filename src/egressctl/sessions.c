@@ -94,20 +94,35 @@ cmd_session_ls(void)
 	return EX_OK;
 }
 
+/*
+ * call() on the route of session name, /v1/sessions/NAME (a valid
+ * session name needs no escaping in a path); in messages "session NAME",
+ * or "session VERB NAME".
+ */
+static int
+call_one(const char *verb, const char *method, const char *name,
+    struct jv *v, int *done)
+{
+	char path[128], what[96];
+
+	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
+	snprintf(what, sizeof(what), "session %s%s%s", verb, *verb ? " " : "",
+	    name);
+	return call(what, method, path, NULL, v, done);
+}
+
 /* One session object as rows (session show, and status with -S). */
 int
 cmd_session_show(const char *name)
 {
-	char path[128], what[96], b[192];
+	char b[192];
 	const char *ttl;
 	struct jv v;
 	struct tm tm;
 	time_t created;
 	int rc, done;
 
-	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
-	snprintf(what, sizeof(what), "session %s", name);
-	if ((rc = call(what, "GET", path, NULL, &v, &done)) || done)
+	if ((rc = call_one("", "GET", name, &v, &done)) || done)
 		return rc;
 	row("session", jstr(&v, "name"));
 	printf("%-12s ", "phase");
@@ -185,14 +200,11 @@ cmd_session_new(const char *name, const char *phase, const char *listen,
 static int
 cmd_session_rm(const char *name)
 {
-	char path[128], what[96];
 	struct jv v;
 	uint64_t n;
 	int rc, done;
 
-	snprintf(path, sizeof(path), "/v1/sessions/%s", name);
-	snprintf(what, sizeof(what), "session rm %s", name);
-	if ((rc = call(what, "DELETE", path, NULL, &v, &done)) || done)
+	if ((rc = call_one("rm", "DELETE", name, &v, &done)) || done)
 		return rc;
 	n = jnum(&v, "closed");
 	put_safe(*jstr(&v, "name") ? jstr(&v, "name") : name);
