@@ -52,6 +52,64 @@ static const char audit_usage[] =
 
 /* --- small helpers ------------------------------------------------------- */
 
+int
+at_opts_parse(int argc, char *argv[], struct at_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "phase",  required_argument, NULL, 'p' },
+		{ "json",   no_argument,       NULL, 'j' },
+		{ "help",   no_argument,       NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *why = NULL;
+	int ch;
+
+	o->cfgfile = o->phase = NULL;
+	o->json = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'c': o->cfgfile = optarg; break;
+		case 'p': o->phase = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'h': fputs(o->usage, stdout); return AT_EX_OK;
+		default: fputs(o->usage, stderr); return AT_EX_USAGE;
+		}
+	}
+	if (o->need_cfg && o->cfgfile == NULL)
+		why = "-c NEW.ini is required";
+	else if (optind == argc)
+		why = "no LOG given";
+	if (why != NULL) {
+		fprintf(stderr, "%s: %s\n", o->prog, why);
+		fputs(o->usage, stderr);
+		return AT_EX_USAGE;
+	}
+	o->logs = argv + optind;
+	o->nlogs = argc - optind;
+	return -1;
+}
+
+struct eg_cfg *
+at_cfg_load(const char *file)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+	char msg[8192];
+
+	if ((cfg = eg_cfg_load(file, &errs)) == NULL ||
+	    eg_cfg_check(cfg, &errs) == -1) {
+		eg_errs_join(&errs, msg, sizeof(msg));
+		fprintf(stderr, "%s\n", msg);
+		eg_errs_clear(&errs);
+		eg_cfg_unref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
 const char *
 at_get(const struct egress_audit_line *l, const char *key, char *buf)
 {
@@ -824,70 +882,39 @@ out:
 	free(ch);
 	free(list);
 	free(miss);
-	for (i = 0; i < groups.cap; i++)
-		free(groups.ent[i].key);
-	free(groups.ent);
+	at_tab_free(&groups);
 	return rc;
 }
 
 static int
 replay_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "phase",  required_argument, NULL, 'p' },
-		{ "json",   no_argument,       NULL, 'j' },
-		{ "help",   no_argument,       NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	struct at_opts o = { .prog = "egressd: audit replay",
+	    .usage = audit_usage, .need_cfg = 1 };
 	struct replay rp;
-	struct eg_errs errs = { 0 };
-	const char *cfgfile = NULL, *phase = NULL;
-	char msg[8192];
 	uint64_t unparsed = 0;
-	int ch, json = 0, rc;
+	int rc;
 
 	memset(&rp, 0, sizeof(rp));
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
-	    -1) {
-		switch (ch) {
-		case 'c': cfgfile = optarg; break;
-		case 'p': phase = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': fputs(audit_usage, stdout); return AT_EX_OK;
-		default: fputs(audit_usage, stderr); return AT_EX_USAGE;
-		}
-	}
-	if (cfgfile == NULL || optind == argc) {
-		fprintf(stderr, "egressd: audit replay: %s\n", cfgfile == NULL ?
-		    "-c NEW.ini is required" : "no LOG given");
-		fputs(audit_usage, stderr);
+	if ((rc = at_opts_parse(argc, argv, &o)) != -1)
+		return rc;
+	if ((rp.cfg = at_cfg_load(o.cfgfile)) == NULL)
 		return AT_EX_USAGE;
-	}
-	if ((rp.cfg = eg_cfg_load(cfgfile, &errs)) == NULL ||
-	    eg_cfg_check(rp.cfg, &errs) == -1) {
-		eg_errs_join(&errs, msg, sizeof(msg));
-		fprintf(stderr, "%s\n", msg);
-		eg_errs_clear(&errs);
-		eg_cfg_unref(rp.cfg);
-		return AT_EX_USAGE;
-	}
-	rp.cfgname = cfgfile;
-	if (phase != NULL && (rp.forced = eg_cfg_phase(rp.cfg, phase)) ==
+	rp.cfgname = o.cfgfile;
+	if (o.phase != NULL && (rp.forced = eg_cfg_phase(rp.cfg, o.phase)) ==
 	    NULL) {
-		fprintf(stderr, "egressd: audit replay: phase ");
-		at_put_text(stderr, phase);
+		fprintf(stderr, "%s: phase ", o.prog);
+		at_put_text(stderr, o.phase);
 		fprintf(stderr, " is not in ");
-		at_put_esc(stderr, cfgfile);
+		at_put_esc(stderr, o.cfgfile);
 		fputc('\n', stderr);
 		eg_cfg_unref(rp.cfg);
 		return AT_EX_USAGE;
 	}
-	rc = at_read_logs("egressd: audit replay", argv + optind,
-	    argc - optind, replay_line, &rp, &unparsed);
+	rc = at_read_logs(o.prog, o.logs, o.nlogs, replay_line, &rp,
+	    &unparsed);
 	if (rc == 0 && !rp.oom)
-		rc = replay_report(&rp, json, unparsed);
+		rc = replay_report(&rp, o.json, unparsed);
 	else if (rp.oom)
 		fprintf(stderr, "egressd: audit replay: out of memory\n");
 	at_tab_free(&rp.changes);
