@@ -111,6 +111,21 @@ at_cfg_load(const char *file)
 }
 
 const char *
+at_reason(enum eg_reason r)
+{
+	return eg_reason_tab[r].name;
+}
+
+int
+at_is_reason(const char *s, const enum eg_reason *rs)
+{
+	for (; s != NULL && *rs != EG_R_NONE; rs++)
+		if (strcmp(s, at_reason(*rs)) == 0)
+			return 1;
+	return 0;
+}
+
+const char *
 at_get(const struct egress_audit_line *l, const char *key, char *buf)
 {
 	const char *v;
@@ -415,15 +430,6 @@ struct verdict {
 	const char	*report;	/* ALLOW in report mode */
 };
 
-static int
-in_list(const char *s, const char *const *list)
-{
-	for (; s != NULL && *list != NULL; list++)
-		if (strcmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
-
 /* An address as the ALLOW line records it (inet_ntop form). */
 static int
 parse_addr(const char *s, struct sockaddr_storage *ss)
@@ -476,8 +482,8 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	    &report);
 	if (m != EG_MATCH_ALLOW) {
 		nv->v = "BLOCK";
-		nv->reason = m == EG_MATCH_NOT_ALLOWED ? "not_allowed" :
-		    "port_not_allowed";
+		nv->reason = at_reason(m == EG_MATCH_NOT_ALLOWED ?
+		    EG_R_NOT_ALLOWED : EG_R_PORT_NOT_ALLOWED);
 		return;
 	}
 	n = eg_cfg_known_addrs(cfg, h, report, addrs, EG_DNS_MAXADDR,
@@ -485,13 +491,13 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	if (n == 0 && addr != NULL && parse_addr(addr, &addrs[0]) == 0)
 		n = 1;
 	else if (n == 0 && old->reason != NULL &&
-	    strcmp(old->reason, "private_address") == 0)
+	    strcmp(old->reason, at_reason(EG_R_PRIVATE_ADDRESS)) == 0)
 		known_private = 1;
 	if ((n > 0 && eg_addr_select(addrs, n, port, cfg->deny_private,
 	    trusted, NULL, NULL, &left) != EG_SELECT_OK) ||
 	    (n == 0 && known_private && cfg->deny_private)) {
 		nv->v = "BLOCK";
-		nv->reason = "private_address";
+		nv->reason = at_reason(EG_R_PRIVATE_ADDRESS);
 		return;
 	}
 	if (strcmp(old->v, "FAIL") == 0) {
@@ -500,7 +506,7 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	}
 	nv->v = "ALLOW";
 	nv->rule = rule != NULL ? rule->text : "-";
-	nv->report = report ? "not_allowed" : NULL;
+	nv->report = report ? at_reason(EG_R_NOT_ALLOWED) : NULL;
 }
 
 /*
@@ -518,12 +524,12 @@ decide_route(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	memset(nv, 0, sizeof(*nv));
 	nv->v = "BLOCK";
 	if (r == NULL)
-		nv->reason = "no_route";
+		nv->reason = at_reason(EG_R_NO_ROUTE);
 	else if (!eg_phase_allows_route(ph, r->name))
-		nv->reason = "not_allowed";
+		nv->reason = at_reason(EG_R_NOT_ALLOWED);
 	else if (method == NULL || path == NULL ||
 	    !eg_route_allows(r, method, path, strlen(path)))
-		nv->reason = "route_not_allowed";
+		nv->reason = at_reason(EG_R_ROUTE_NOT_ALLOWED);
 	else if (strcmp(old->v, "FAIL") == 0)
 		*nv = *old;
 	else {
@@ -557,11 +563,12 @@ key_add(char *key, size_t cap, size_t *len, const char *raw)
 static void
 replay_line(const struct egress_audit_line *l, void *arg)
 {
-	static const char *const policy_block[] = { "not_allowed",
-	    "port_not_allowed", "private_address", "no_route",
-	    "route_not_allowed", NULL };
-	static const char *const upstream_fail[] = { "dns_failure",
-	    "connect_failed", "connect_timeout", "tls_failed", NULL };
+	static const enum eg_reason policy_block[] = { EG_R_NOT_ALLOWED,
+	    EG_R_PORT_NOT_ALLOWED, EG_R_PRIVATE_ADDRESS, EG_R_NO_ROUTE,
+	    EG_R_ROUTE_NOT_ALLOWED, EG_R_NONE };
+	static const enum eg_reason upstream_fail[] = { EG_R_DNS_FAILURE,
+	    EG_R_CONNECT_FAILED, EG_R_CONNECT_TIMEOUT, EG_R_TLS_FAILED,
+	    EG_R_NONE };
 	static char phase[AT_VAL_MAX], sess[AT_VAL_MAX], rule[AT_VAL_MAX],
 	    reason[AT_VAL_MAX], report[AT_VAL_MAX], addrb[AT_VAL_MAX],
 	    host[AT_VAL_MAX], routeb[AT_VAL_MAX], methodb[AT_VAL_MAX],
@@ -599,8 +606,8 @@ replay_line(const struct egress_audit_line *l, void *arg)
 		return;
 	}
 	/* what the policy does not decide stays as it was */
-	if ((ev == EG_AEV_BLOCK && !in_list(old.reason, policy_block)) ||
-	    (ev == EG_AEV_FAIL && !in_list(old.reason, upstream_fail))) {
+	if ((ev == EG_AEV_BLOCK && !at_is_reason(old.reason, policy_block)) ||
+	    (ev == EG_AEV_FAIL && !at_is_reason(old.reason, upstream_fail))) {
 		rp->requests++;
 		rp->unchanged++;
 		return;

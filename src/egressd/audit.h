@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "egress.h"
+#include "reason.h"
 
 #define AT_EX_OK	0
 #define AT_EX_CHANGED	1
@@ -56,6 +57,15 @@ int	at_opts_parse(int argc, char *argv[], struct at_opts *o);
 /* Load and check a configuration file; NULL after printing its errors
  * (FILE:LINE: message) on standard error. */
 struct eg_cfg	*at_cfg_load(const char *file);
+
+/*
+ * Reason r's name in the audit log (reason=, report=), from the core's
+ * reason table (reason.h), so that what the tools decide is spelt as
+ * egressd spells it.  at_is_reason(): 1 when s (NULL: no) is the name of
+ * one of the reasons rs, a list that ends with EG_R_NONE.
+ */
+const char	*at_reason(enum eg_reason r);
+int		 at_is_reason(const char *s, const enum eg_reason *rs);
 
 /* A value of l unescaped into buf (AT_VAL_MAX); NULL when absent. */
 const char *at_get(const struct egress_audit_line *l, const char *key,

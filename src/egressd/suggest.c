@@ -59,11 +59,11 @@ suggest_line(const struct egress_audit_line *l, void *arg)
 
 	if (ev == EG_AEV_BLOCK) {
 		if (at_get(l, "reason", reason) == NULL ||
-		    strcmp(reason, "not_allowed") != 0)
+		    strcmp(reason, at_reason(EG_R_NOT_ALLOWED)) != 0)
 			return;
 	} else if (ev == EG_AEV_ALLOW) {
 		if (at_get(l, "report", report) == NULL ||
-		    strcmp(report, "not_allowed") != 0)
+		    strcmp(report, at_reason(EG_R_NOT_ALLOWED)) != 0)
 			return;
 	} else
 		return;
