@@ -145,7 +145,6 @@ cmd_status(void)
 	return EX_OK;
 }
 
-
 int
 cmd_phase_show(void)
 {
@@ -236,7 +235,6 @@ cmd_phases(void)
 	jv_free(&v);
 	return EX_OK;
 }
-
 
 static volatile sig_atomic_t stop_follow;
 

@@ -78,6 +78,7 @@ static const char usage_text[] =
 "  egressctl -S run-42 phase agent  # only run-42 switches\n"
 "  egressctl session rm run-42\n";
 
+/* The settings every file reads (ctl.h), set by main(). */
 const char *ctl_admin;
 const char *ctl_session;
 char *ctl_token;
@@ -100,7 +101,6 @@ parse_num(const char *s, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 }
-
 
 /* --listen: an IPv4 literal or a bracketed IPv6 one, and a port (0 =
  * any); the daemon checks it again. */

@@ -110,7 +110,6 @@ usage_err(const char *fmt, ...)
 	return EX_USAGE;
 }
 
-
 /* --- output -------------------------------------------------------------- */
 
 /* Print s with control characters escaped (eg_put_esc()), so answers
@@ -148,7 +147,6 @@ row(const char *k, const char *v)
 	put_safe(v);
 	putchar('\n');
 }
-
 
 const char *
 dash(const char *s)

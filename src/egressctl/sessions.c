@@ -25,7 +25,6 @@ static const char *const sess_cols[] = {
 	"socket", "listen", NULL
 };
 
-
 /*
  * session ls: one session per line, name first.  Not on a terminal (a
  * script, a shell completion) the columns are separated by one tab and
