@@ -30,7 +30,7 @@ int	cmd_audit(uint64_t since, unsigned limit, int follow);
 int	cmd_reload(void);
 
 /* session ls | new NAME | show NAME | rm NAME (w: the words after it). */
-int	cmd_session(const char **w, size_t n, const char *phase,
+int	cmd_session(const char *const *w, size_t n, const char *phase,
 	    const char *listen, int has_ttl, uint64_t ttl);
 int	cmd_session_show(const char *name);
 /* The usage error for a name that is not a session name. */

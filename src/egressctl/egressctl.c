@@ -157,104 +157,167 @@ token_ok(const char *t)
 	return 1;
 }
 
-int
-main(int argc, char *argv[])
+/* What the command line says besides the ctl_* settings. */
+struct args {
+	const char	*words[4];	/* the command and its words */
+	size_t		 nw;
+	const char	*tokfile;	/* -t */
+	const char	*phase;		/* session new --phase */
+	const char	*listen;	/* session new --listen */
+	int		 has_ttl;	/* session new --ttl */
+	uint64_t	 ttl;
+	uint64_t	 since, limit;	/* audit --since, --limit */
+	int		 follow;	/* audit -f */
+	int		 audit_opts;	/* --since, --limit or -f given */
+	int		 new_opts;	/* --phase, --listen or --ttl given */
+};
+
+enum opt_id {
+	O_HELP, O_VERSION, O_JSON, O_FOLLOW, O_SOCKET, O_TOKEN_FILE,
+	O_SESSION, O_PHASE, O_LISTEN, O_TTL, O_SINCE, O_LIMIT
+};
+
+/* The options: short name (or NULL), long name, whether a value follows. */
+static const struct opt {
+	const char	*sname, *lname;
+	enum opt_id	 id;
+	int		 value;
+} opts[] = {
+	{ "-h", "--help", O_HELP, 0 },
+	{ "-V", "--version", O_VERSION, 0 },
+	{ "-j", "--json", O_JSON, 0 },
+	{ "-f", "--follow", O_FOLLOW, 0 },
+	{ "-s", "--socket", O_SOCKET, 1 },
+	{ "-t", "--token-file", O_TOKEN_FILE, 1 },
+	{ "-S", "--session", O_SESSION, 1 },
+	{ NULL, "--phase", O_PHASE, 1 },
+	{ NULL, "--listen", O_LISTEN, 1 },
+	{ NULL, "--ttl", O_TTL, 1 },
+	{ NULL, "--since", O_SINCE, 1 },
+	{ NULL, "--limit", O_LIMIT, 1 },
+};
+
+/* One option (v: its value, or NULL); -1 to go on, else the exit status
+ * after --help, --version or a usage error. */
+static int
+opt_set(struct args *a, enum opt_id id, const char *v)
 {
-	static char defpath[256];
-	const char *words[4], *tokfile = NULL, *env, *a;
-	const char *new_phase = NULL, *new_listen = NULL;
-	uint64_t since = 0, limit = 100, ttl = 0;
-	size_t nw = 0;
-	int i, follow = 0, audit_opts = 0, new_opts = 0, has_ttl = 0, rc;
+	switch (id) {
+	case O_HELP:
+		fputs(usage_text, stdout);
+		return EX_OK;
+	case O_VERSION:
+		printf("egressctl %s\n", PACKAGE_VERSION);
+		return EX_OK;
+	case O_JSON:
+		ctl_json = 1;
+		break;
+	case O_FOLLOW:
+		a->follow = a->audit_opts = 1;
+		break;
+	case O_SOCKET:
+		ctl_admin = v;
+		break;
+	case O_TOKEN_FILE:
+		a->tokfile = v;
+		break;
+	case O_SESSION:
+		ctl_session = v;
+		if (!eg_session_name_ok(v, strlen(v)))
+			return name_err(v);
+		break;
+	case O_PHASE:
+		a->new_opts = 1;
+		a->phase = v;
+		if (!eg_phase_name_ok(v, strlen(v)))
+			return usage_err("--phase: '%s' is not a phase name (1 "
+			    "to %d of A-Z a-z 0-9 _ . -)", v,
+			    EG_PHASE_NAME_MAX);
+		break;
+	case O_LISTEN:
+		a->new_opts = 1;
+		a->listen = v;
+		if (!listen_ok(v))
+			return usage_err("--listen: expected ADDR:PORT with an "
+			    "IP address (127.0.0.1:0, [::1]:0), got '%s'", v);
+		break;
+	case O_TTL:
+		a->new_opts = a->has_ttl = 1;
+		if (parse_num(v, UINT32_MAX, &a->ttl) || a->ttl == 0)
+			return usage_err("--ttl: expected seconds, 1 to %lu, "
+			    "got '%s'", (unsigned long)UINT32_MAX, v);
+		break;
+	case O_SINCE:
+		a->audit_opts = 1;
+		if (parse_num(v, UINT64_MAX, &a->since))
+			return usage_err("--since: expected a seq number, got "
+			    "'%s'", v);
+		break;
+	case O_LIMIT:
+		a->audit_opts = 1;
+		if (parse_num(v, 1000, &a->limit) || a->limit == 0)
+			return usage_err("--limit: expected 1 to 1000, got "
+			    "'%s'", v);
+		break;
+	}
+	return -1;
+}
+
+static int
+add_word(struct args *a, const char *w)
+{
+	if (a->nw >= sizeof(a->words) / sizeof(a->words[0]))
+		return usage_err("too many arguments");
+	a->words[a->nw++] = w;
+	return -1;
+}
+
+/* Options and words, in any order ("--" ends the options); -1 to go on,
+ * else the exit status. */
+static int
+parse_args(int argc, char *argv[], struct args *a)
+{
+	const struct opt *o;
+	const char *arg;
+	size_t k;
+	int i, rc;
 
 	for (i = 1; i < argc; i++) {
-		a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage_text, stdout);
-			return EX_OK;
-		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") ==
-		    0) {
-			printf("egressctl %s\n", PACKAGE_VERSION);
-			return EX_OK;
-		} else if (strcmp(a, "-j") == 0 || strcmp(a, "--json") == 0)
-			ctl_json = 1;
-		else if (strcmp(a, "-f") == 0 || strcmp(a, "--follow") == 0)
-			follow = audit_opts = 1;
-		else if (strcmp(a, "-s") == 0 || strcmp(a, "--socket") == 0 ||
-		    strcmp(a, "-t") == 0 || strcmp(a, "--token-file") == 0 ||
-		    strcmp(a, "-S") == 0 || strcmp(a, "--session") == 0 ||
-		    strcmp(a, "--phase") == 0 || strcmp(a, "--listen") == 0 ||
-		    strcmp(a, "--ttl") == 0 ||
-		    strcmp(a, "--since") == 0 || strcmp(a, "--limit") == 0) {
-			if (i + 1 >= argc)
-				return usage_err("%s needs a value", a);
-			if (strcmp(a, "-s") == 0 || strcmp(a, "--socket") == 0)
-				ctl_admin = argv[++i];
-			else if (strcmp(a, "-t") == 0 ||
-			    strcmp(a, "--token-file") == 0)
-				tokfile = argv[++i];
-			else if (strcmp(a, "-S") == 0 ||
-			    strcmp(a, "--session") == 0) {
-				ctl_session = argv[++i];
-				if (!eg_session_name_ok(ctl_session,
-				    strlen(ctl_session)))
-					return name_err(ctl_session);
-			} else if (strcmp(a, "--phase") == 0) {
-				new_opts = 1;
-				new_phase = argv[++i];
-				if (!eg_phase_name_ok(new_phase,
-				    strlen(new_phase)))
-					return usage_err("--phase: '%s' is "
-					    "not a phase name (1 to %d of "
-					    "A-Z a-z 0-9 _ . -)", new_phase,
-					    EG_PHASE_NAME_MAX);
-			} else if (strcmp(a, "--listen") == 0) {
-				new_opts = 1;
-				new_listen = argv[++i];
-				if (!listen_ok(new_listen))
-					return usage_err("--listen: expected "
-					    "ADDR:PORT with an IP address "
-					    "(127.0.0.1:0, [::1]:0), got "
-					    "'%s'", new_listen);
-			} else if (strcmp(a, "--ttl") == 0) {
-				new_opts = has_ttl = 1;
-				if (parse_num(argv[++i], UINT32_MAX, &ttl) ||
-				    ttl == 0)
-					return usage_err("--ttl: expected "
-					    "seconds, 1 to %lu, got '%s'",
-					    (unsigned long)UINT32_MAX,
-					    argv[i]);
-			} else if (strcmp(a, "--since") == 0) {
-				audit_opts = 1;
-				if (parse_num(argv[++i], UINT64_MAX, &since))
-					return usage_err("--since: expected "
-					    "a seq number, got '%s'", argv[i]);
-			} else {
-				audit_opts = 1;
-				if (parse_num(argv[++i], 1000, &limit) ||
-				    limit == 0)
-					return usage_err("--limit: expected "
-					    "1 to 1000, got '%s'", argv[i]);
-			}
-		} else if (strcmp(a, "--") == 0) {
-			for (i++; i < argc; i++)
-				if (nw < 4)
-					words[nw++] = argv[i];
-				else
-					return usage_err("too many "
-					    "arguments");
-			break;
-		} else if (a[0] == '-' && a[1] != '\0')
-			return usage_err("unknown option '%s'", a);
-		else if (nw < 4)
-			words[nw++] = a;
+		arg = argv[i];
+		for (o = NULL, k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+			if ((opts[k].sname != NULL &&
+			    strcmp(arg, opts[k].sname) == 0) ||
+			    strcmp(arg, opts[k].lname) == 0)
+				o = &opts[k];
+		if (o != NULL) {
+			if (o->value && i + 1 >= argc)
+				return usage_err("%s needs a value", arg);
+			rc = opt_set(a, o->id, o->value ? argv[++i] : NULL);
+		} else if (strcmp(arg, "--") == 0) {
+			for (rc = -1, i++; i < argc && rc == -1; i++)
+				rc = add_word(a, argv[i]);
+			return rc;
+		} else if (arg[0] == '-' && arg[1] != '\0')
+			rc = usage_err("unknown option '%s'", arg);
 		else
-			return usage_err("too many arguments");
+			rc = add_word(a, arg);
+		if (rc != -1)
+			return rc;
 	}
-	if (nw == 0)
-		return usage_err("which command? status, phase [NAME], "
-		    "phases, audit [--since SEQ] [-f], reload, session "
-		    "ls|new|show|rm");
+	return -1;
+}
+
+/*
+ * What the command line left unsaid: the admin address ($EGRESSD_ADMIN,
+ * else where egressd puts it) and the token ($EGRESSD_TOKEN).  -1 to go
+ * on, else the exit status.
+ */
+static int
+settle(const struct args *a)
+{
+	static char defpath[256];
+	const char *env;
+
 	if (ctl_admin == NULL && (env = getenv("EGRESSD_ADMIN")) != NULL &&
 	    *env != '\0')
 		ctl_admin = env;
@@ -272,8 +335,8 @@ main(int argc, char *argv[])
 	if (!is_unix(ctl_admin) && strrchr(ctl_admin, ':') == NULL)
 		return usage_err("-s %s: expected a socket path (with a /) or "
 		    "ADDR:PORT", ctl_admin);
-	if (tokfile != NULL) {
-		if ((ctl_token = read_token_file(tokfile)) == NULL)
+	if (a->tokfile != NULL) {
+		if ((ctl_token = read_token_file(a->tokfile)) == NULL)
 			return EX_USAGE;
 	} else if ((env = getenv("EGRESSD_TOKEN")) != NULL && *env != '\0') {
 		if (!token_ok(env))
@@ -281,44 +344,69 @@ main(int argc, char *argv[])
 			    "word of printable ASCII");
 		ctl_token = strdup(env);
 	}
-	if (audit_opts && strcmp(words[0], "audit") != 0)
+	return -1;
+}
+
+/* The command, once its options are checked against it. */
+static int
+run(const struct args *a)
+{
+	const char *const *w = a->words;
+	size_t nw = a->nw;
+
+	if (a->audit_opts && strcmp(w[0], "audit") != 0)
 		return usage_err("--since, --limit and -f go with audit");
-	if (new_opts && (strcmp(words[0], "session") != 0 || nw < 2 ||
-	    strcmp(words[1], "new") != 0))
+	if (a->new_opts && (strcmp(w[0], "session") != 0 || nw < 2 ||
+	    strcmp(w[1], "new") != 0))
 		return usage_err("--phase, --listen and --ttl go with "
 		    "session new");
-	if (ctl_session != NULL && strcmp(words[0], "status") != 0 &&
-	    strcmp(words[0], "phase") != 0 && strcmp(words[0], "audit") != 0)
+	if (ctl_session != NULL && strcmp(w[0], "status") != 0 &&
+	    strcmp(w[0], "phase") != 0 && strcmp(w[0], "audit") != 0)
 		return usage_err("-S goes with status, phase and audit, not "
-		    "with %s", words[0]);
+		    "with %s", w[0]);
 	ctl_tty_out = isatty(STDOUT_FILENO);
 	/* https://no-color.org: set and not empty means no colour */
 	ctl_tty_bold = ctl_tty_out && (getenv("NO_COLOR") == NULL ||
 	    *getenv("NO_COLOR") == '\0');
 	signal(SIGPIPE, SIG_IGN);
 
-	if (strcmp(words[0], "status") == 0 && nw == 1)
-		rc = cmd_status();
-	else if (strcmp(words[0], "phase") == 0 && nw == 1)
-		rc = cmd_phase_show();
-	else if (strcmp(words[0], "phase") == 0 && nw == 2)
-		rc = cmd_phase_set(words[1]);
-	else if (strcmp(words[0], "phases") == 0 && nw == 1)
-		rc = cmd_phases();
-	else if (strcmp(words[0], "audit") == 0 && nw == 1)
-		rc = cmd_audit(since, (unsigned)limit, follow);
-	else if (strcmp(words[0], "reload") == 0 && nw == 1)
-		rc = cmd_reload();
-	else if (strcmp(words[0], "session") == 0)
-		rc = cmd_session(words + 1, nw - 1, new_phase, new_listen,
-		    has_ttl, ttl);
-	else if (strcmp(words[0], "status") == 0 ||
-	    strcmp(words[0], "phases") == 0 || strcmp(words[0], "phase") == 0 ||
-	    strcmp(words[0], "audit") == 0 || strcmp(words[0], "reload") == 0)
-		rc = usage_err("%s: unexpected argument '%s'", words[0],
-		    words[nw - 1]);
-	else
-		rc = usage_err("unknown command '%s'", words[0]);
+	if (strcmp(w[0], "status") == 0 && nw == 1)
+		return cmd_status();
+	if (strcmp(w[0], "phase") == 0 && nw == 1)
+		return cmd_phase_show();
+	if (strcmp(w[0], "phase") == 0 && nw == 2)
+		return cmd_phase_set(w[1]);
+	if (strcmp(w[0], "phases") == 0 && nw == 1)
+		return cmd_phases();
+	if (strcmp(w[0], "audit") == 0 && nw == 1)
+		return cmd_audit(a->since, (unsigned)a->limit, a->follow);
+	if (strcmp(w[0], "reload") == 0 && nw == 1)
+		return cmd_reload();
+	if (strcmp(w[0], "session") == 0)
+		return cmd_session(w + 1, nw - 1, a->phase,
+		    a->listen, a->has_ttl, a->ttl);
+	if (strcmp(w[0], "status") == 0 || strcmp(w[0], "phases") == 0 ||
+	    strcmp(w[0], "phase") == 0 || strcmp(w[0], "audit") == 0 ||
+	    strcmp(w[0], "reload") == 0)
+		return usage_err("%s: unexpected argument '%s'", w[0],
+		    w[nw - 1]);
+	return usage_err("unknown command '%s'", w[0]);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct args a = { .limit = 100 };
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &a)) != -1)
+		return rc;
+	if (a.nw == 0)
+		return usage_err("which command? status, phase [NAME], "
+		    "phases, audit [--since SEQ] [-f], reload, session "
+		    "ls|new|show|rm");
+	if ((rc = settle(&a)) == -1)
+		rc = run(&a);
 	free(ctl_token);
 	return rc;
 }

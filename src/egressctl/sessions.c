@@ -221,8 +221,8 @@ name_err(const char *name)
 }
 
 int
-cmd_session(const char **w, size_t n, const char *phase, const char *listen,
-    int has_ttl, uint64_t ttl)
+cmd_session(const char *const *w, size_t n, const char *phase,
+    const char *listen, int has_ttl, uint64_t ttl)
 {
 	if (n == 0)
 		return usage_err("session: which? ls, new NAME, show NAME, "
