@@ -52,6 +52,79 @@ static const char audit_usage[] =
 
 /* --- small helpers ------------------------------------------------------- */
 
+int
+at_opts_parse(int argc, char *argv[], struct at_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "phase",  required_argument, NULL, 'p' },
+		{ "json",   no_argument,       NULL, 'j' },
+		{ "help",   no_argument,       NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *why = NULL;
+	int ch;
+
+	o->cfgfile = o->phase = NULL;
+	o->json = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'c': o->cfgfile = optarg; break;
+		case 'p': o->phase = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'h': fputs(o->usage, stdout); return AT_EX_OK;
+		default: fputs(o->usage, stderr); return AT_EX_USAGE;
+		}
+	}
+	if (o->need_cfg && o->cfgfile == NULL)
+		why = "-c NEW.ini is required";
+	else if (optind == argc)
+		why = "no LOG given";
+	if (why != NULL) {
+		fprintf(stderr, "%s: %s\n", o->prog, why);
+		fputs(o->usage, stderr);
+		return AT_EX_USAGE;
+	}
+	o->logs = argv + optind;
+	o->nlogs = argc - optind;
+	return -1;
+}
+
+struct eg_cfg *
+at_cfg_load(const char *file)
+{
+	struct eg_errs errs = { 0 };
+	struct eg_cfg *cfg;
+	char msg[8192];
+
+	if ((cfg = eg_cfg_load(file, &errs)) == NULL ||
+	    eg_cfg_check(cfg, &errs) == -1) {
+		eg_errs_join(&errs, msg, sizeof(msg));
+		fprintf(stderr, "%s\n", msg);
+		eg_errs_clear(&errs);
+		eg_cfg_unref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+const char *
+at_reason(enum eg_reason r)
+{
+	return eg_reason_tab[r].name;
+}
+
+int
+at_is_reason(const char *s, const enum eg_reason *rs)
+{
+	for (; s != NULL && *rs != EG_R_NONE; rs++)
+		if (strcmp(s, at_reason(*rs)) == 0)
+			return 1;
+	return 0;
+}
+
 const char *
 at_get(const struct egress_audit_line *l, const char *key, char *buf)
 {
@@ -357,15 +430,6 @@ struct verdict {
 	const char	*report;	/* ALLOW in report mode */
 };
 
-static int
-in_list(const char *s, const char *const *list)
-{
-	for (; s != NULL && *list != NULL; list++)
-		if (strcmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
-
 /* An address as the ALLOW line records it (inet_ntop form). */
 static int
 parse_addr(const char *s, struct sockaddr_storage *ss)
@@ -418,8 +482,8 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	    &report);
 	if (m != EG_MATCH_ALLOW) {
 		nv->v = "BLOCK";
-		nv->reason = m == EG_MATCH_NOT_ALLOWED ? "not_allowed" :
-		    "port_not_allowed";
+		nv->reason = at_reason(m == EG_MATCH_NOT_ALLOWED ?
+		    EG_R_NOT_ALLOWED : EG_R_PORT_NOT_ALLOWED);
 		return;
 	}
 	n = eg_cfg_known_addrs(cfg, h, report, addrs, EG_DNS_MAXADDR,
@@ -427,13 +491,13 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	if (n == 0 && addr != NULL && parse_addr(addr, &addrs[0]) == 0)
 		n = 1;
 	else if (n == 0 && old->reason != NULL &&
-	    strcmp(old->reason, "private_address") == 0)
+	    strcmp(old->reason, at_reason(EG_R_PRIVATE_ADDRESS)) == 0)
 		known_private = 1;
 	if ((n > 0 && eg_addr_select(addrs, n, port, cfg->deny_private,
 	    trusted, NULL, NULL, &left) != EG_SELECT_OK) ||
 	    (n == 0 && known_private && cfg->deny_private)) {
 		nv->v = "BLOCK";
-		nv->reason = "private_address";
+		nv->reason = at_reason(EG_R_PRIVATE_ADDRESS);
 		return;
 	}
 	if (strcmp(old->v, "FAIL") == 0) {
@@ -442,7 +506,7 @@ decide(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	}
 	nv->v = "ALLOW";
 	nv->rule = rule != NULL ? rule->text : "-";
-	nv->report = report ? "not_allowed" : NULL;
+	nv->report = report ? at_reason(EG_R_NOT_ALLOWED) : NULL;
 }
 
 /*
@@ -460,12 +524,12 @@ decide_route(const struct eg_cfg *cfg, const struct eg_phase *ph,
 	memset(nv, 0, sizeof(*nv));
 	nv->v = "BLOCK";
 	if (r == NULL)
-		nv->reason = "no_route";
+		nv->reason = at_reason(EG_R_NO_ROUTE);
 	else if (!eg_phase_allows_route(ph, r->name))
-		nv->reason = "not_allowed";
+		nv->reason = at_reason(EG_R_NOT_ALLOWED);
 	else if (method == NULL || path == NULL ||
 	    !eg_route_allows(r, method, path, strlen(path)))
-		nv->reason = "route_not_allowed";
+		nv->reason = at_reason(EG_R_ROUTE_NOT_ALLOWED);
 	else if (strcmp(old->v, "FAIL") == 0)
 		*nv = *old;
 	else {
@@ -499,11 +563,12 @@ key_add(char *key, size_t cap, size_t *len, const char *raw)
 static void
 replay_line(const struct egress_audit_line *l, void *arg)
 {
-	static const char *const policy_block[] = { "not_allowed",
-	    "port_not_allowed", "private_address", "no_route",
-	    "route_not_allowed", NULL };
-	static const char *const upstream_fail[] = { "dns_failure",
-	    "connect_failed", "connect_timeout", "tls_failed", NULL };
+	static const enum eg_reason policy_block[] = { EG_R_NOT_ALLOWED,
+	    EG_R_PORT_NOT_ALLOWED, EG_R_PRIVATE_ADDRESS, EG_R_NO_ROUTE,
+	    EG_R_ROUTE_NOT_ALLOWED, EG_R_NONE };
+	static const enum eg_reason upstream_fail[] = { EG_R_DNS_FAILURE,
+	    EG_R_CONNECT_FAILED, EG_R_CONNECT_TIMEOUT, EG_R_TLS_FAILED,
+	    EG_R_NONE };
 	static char phase[AT_VAL_MAX], sess[AT_VAL_MAX], rule[AT_VAL_MAX],
 	    reason[AT_VAL_MAX], report[AT_VAL_MAX], addrb[AT_VAL_MAX],
 	    host[AT_VAL_MAX], routeb[AT_VAL_MAX], methodb[AT_VAL_MAX],
@@ -541,8 +606,8 @@ replay_line(const struct egress_audit_line *l, void *arg)
 		return;
 	}
 	/* what the policy does not decide stays as it was */
-	if ((ev == EG_AEV_BLOCK && !in_list(old.reason, policy_block)) ||
-	    (ev == EG_AEV_FAIL && !in_list(old.reason, upstream_fail))) {
+	if ((ev == EG_AEV_BLOCK && !at_is_reason(old.reason, policy_block)) ||
+	    (ev == EG_AEV_FAIL && !at_is_reason(old.reason, upstream_fail))) {
 		rp->requests++;
 		rp->unchanged++;
 		return;
@@ -824,70 +889,39 @@ out:
 	free(ch);
 	free(list);
 	free(miss);
-	for (i = 0; i < groups.cap; i++)
-		free(groups.ent[i].key);
-	free(groups.ent);
+	at_tab_free(&groups);
 	return rc;
 }
 
 static int
 replay_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "phase",  required_argument, NULL, 'p' },
-		{ "json",   no_argument,       NULL, 'j' },
-		{ "help",   no_argument,       NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	struct at_opts o = { .prog = "egressd: audit replay",
+	    .usage = audit_usage, .need_cfg = 1 };
 	struct replay rp;
-	struct eg_errs errs = { 0 };
-	const char *cfgfile = NULL, *phase = NULL;
-	char msg[8192];
 	uint64_t unparsed = 0;
-	int ch, json = 0, rc;
+	int rc;
 
 	memset(&rp, 0, sizeof(rp));
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
-	    -1) {
-		switch (ch) {
-		case 'c': cfgfile = optarg; break;
-		case 'p': phase = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': fputs(audit_usage, stdout); return AT_EX_OK;
-		default: fputs(audit_usage, stderr); return AT_EX_USAGE;
-		}
-	}
-	if (cfgfile == NULL || optind == argc) {
-		fprintf(stderr, "egressd: audit replay: %s\n", cfgfile == NULL ?
-		    "-c NEW.ini is required" : "no LOG given");
-		fputs(audit_usage, stderr);
+	if ((rc = at_opts_parse(argc, argv, &o)) != -1)
+		return rc;
+	if ((rp.cfg = at_cfg_load(o.cfgfile)) == NULL)
 		return AT_EX_USAGE;
-	}
-	if ((rp.cfg = eg_cfg_load(cfgfile, &errs)) == NULL ||
-	    eg_cfg_check(rp.cfg, &errs) == -1) {
-		eg_errs_join(&errs, msg, sizeof(msg));
-		fprintf(stderr, "%s\n", msg);
-		eg_errs_clear(&errs);
-		eg_cfg_unref(rp.cfg);
-		return AT_EX_USAGE;
-	}
-	rp.cfgname = cfgfile;
-	if (phase != NULL && (rp.forced = eg_cfg_phase(rp.cfg, phase)) ==
+	rp.cfgname = o.cfgfile;
+	if (o.phase != NULL && (rp.forced = eg_cfg_phase(rp.cfg, o.phase)) ==
 	    NULL) {
-		fprintf(stderr, "egressd: audit replay: phase ");
-		at_put_text(stderr, phase);
+		fprintf(stderr, "%s: phase ", o.prog);
+		at_put_text(stderr, o.phase);
 		fprintf(stderr, " is not in ");
-		at_put_esc(stderr, cfgfile);
+		at_put_esc(stderr, o.cfgfile);
 		fputc('\n', stderr);
 		eg_cfg_unref(rp.cfg);
 		return AT_EX_USAGE;
 	}
-	rc = at_read_logs("egressd: audit replay", argv + optind,
-	    argc - optind, replay_line, &rp, &unparsed);
+	rc = at_read_logs(o.prog, o.logs, o.nlogs, replay_line, &rp,
+	    &unparsed);
 	if (rc == 0 && !rp.oom)
-		rc = replay_report(&rp, json, unparsed);
+		rc = replay_report(&rp, o.json, unparsed);
 	else if (rp.oom)
 		fprintf(stderr, "egressd: audit replay: out of memory\n");
 	at_tab_free(&rp.changes);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "egress.h"
+#include "reason.h"
 
 #define AT_EX_OK	0
 #define AT_EX_CHANGED	1
@@ -31,6 +32,40 @@ int	audit_suggest(int argc, char *argv[]);
 typedef void	at_line_fn(const struct egress_audit_line *, void *arg);
 int	at_read_logs(const char *prog, char *const *files, int nfiles,
 	    at_line_fn *fn, void *arg, uint64_t *unparsed);
+
+struct eg_cfg;
+
+/* The command line replay and suggest share: [-c FILE] [--phase NAME]
+ * [--json] LOG... */
+struct at_opts {
+	const char	*prog;		/* "egressd: audit TOOL", in messages */
+	const char	*usage;		/* for -h and after a usage error */
+	int		 need_cfg;	/* -c is required */
+	/* what at_opts_parse() found */
+	const char	*cfgfile;	/* -c, or NULL */
+	const char	*phase;		/* --phase, or NULL */
+	int		 json;		/* --json */
+	char *const	*logs;		/* at least one */
+	int		 nlogs;
+};
+/*
+ * Parse the options after argv[0] (the tool's name) into o.  Returns -1
+ * to go on, else the exit status after -h (usage on standard output) or a
+ * usage error (said, with the usage, on standard error).
+ */
+int	at_opts_parse(int argc, char *argv[], struct at_opts *o);
+/* Load and check a configuration file; NULL after printing its errors
+ * (FILE:LINE: message) on standard error. */
+struct eg_cfg	*at_cfg_load(const char *file);
+
+/*
+ * Reason r's name in the audit log (reason=, report=), from the core's
+ * reason table (reason.h), so that what the tools decide is spelt as
+ * egressd spells it.  at_is_reason(): 1 when s (NULL: no) is the name of
+ * one of the reasons rs, a list that ends with EG_R_NONE.
+ */
+const char	*at_reason(enum eg_reason r);
+int		 at_is_reason(const char *s, const enum eg_reason *rs);
 
 /* A value of l unescaped into buf (AT_VAL_MAX); NULL when absent. */
 const char *at_get(const struct egress_audit_line *l, const char *key,

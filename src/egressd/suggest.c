@@ -14,7 +14,6 @@
 #include "config.h"
 #endif
 
-#include <getopt.h>
 #include <libpsl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +59,11 @@ suggest_line(const struct egress_audit_line *l, void *arg)
 
 	if (ev == EG_AEV_BLOCK) {
 		if (at_get(l, "reason", reason) == NULL ||
-		    strcmp(reason, "not_allowed") != 0)
+		    strcmp(reason, at_reason(EG_R_NOT_ALLOWED)) != 0)
 			return;
 	} else if (ev == EG_AEV_ALLOW) {
 		if (at_get(l, "report", report) == NULL ||
-		    strcmp(report, "not_allowed") != 0)
+		    strcmp(report, at_reason(EG_R_NOT_ALLOWED)) != 0)
 			return;
 	} else
 		return;
@@ -281,60 +280,27 @@ out:
 int
 audit_suggest(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "phase",  required_argument, NULL, 'p' },
-		{ "json",   no_argument,       NULL, 'j' },
-		{ "help",   no_argument,       NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	struct at_opts o = { .prog = PROG, .usage = "usage: egressd audit "
+	    "suggest [-c FILE] [--phase NAME] [--json] LOG...\n" };
 	struct suggest sg;
-	struct eg_errs errs = { 0 };
 	struct eg_cfg *cfg = NULL;
 	psl_ctx_t *latest;
 	const psl_ctx_t *psl;
-	const char *cfgfile = NULL;
-	char msg[8192];
 	uint64_t unparsed = 0;
-	int ch, json = 0, rc;
+	int rc;
 
 	memset(&sg, 0, sizeof(sg));
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "c:p:jh", longopts, NULL)) !=
-	    -1) {
-		switch (ch) {
-		case 'c': cfgfile = optarg; break;
-		case 'p': sg.phase = optarg; break;
-		case 'j': json = 1; break;
-		case 'h':
-			printf("usage: egressd audit suggest [-c FILE] "
-			    "[--phase NAME] [--json] LOG...\n");
-			return AT_EX_OK;
-		default:
-			fprintf(stderr, "usage: egressd audit suggest "
-			    "[-c FILE] [--phase NAME] [--json] LOG...\n");
+	if ((rc = at_opts_parse(argc, argv, &o)) != -1)
+		return rc;
+	sg.phase = o.phase;
+	if (o.cfgfile != NULL) {
+		if ((cfg = at_cfg_load(o.cfgfile)) == NULL)
 			return AT_EX_USAGE;
-		}
-	}
-	if (optind == argc) {
-		fprintf(stderr, PROG ": no LOG given\nusage: egressd audit "
-		    "suggest [-c FILE] [--phase NAME] [--json] LOG...\n");
-		return AT_EX_USAGE;
-	}
-	if (cfgfile != NULL) {
-		if ((cfg = eg_cfg_load(cfgfile, &errs)) == NULL ||
-		    eg_cfg_check(cfg, &errs) == -1) {
-			eg_errs_join(&errs, msg, sizeof(msg));
-			fprintf(stderr, "%s\n", msg);
-			eg_errs_clear(&errs);
-			eg_cfg_unref(cfg);
-			return AT_EX_USAGE;
-		}
 		if (sg.phase != NULL && eg_cfg_phase(cfg, sg.phase) == NULL) {
 			fprintf(stderr, PROG ": phase ");
 			at_put_esc(stderr, sg.phase);
 			fprintf(stderr, " is not in ");
-			at_put_esc(stderr, cfgfile);
+			at_put_esc(stderr, o.cfgfile);
 			fputc('\n', stderr);
 			eg_cfg_unref(cfg);
 			return AT_EX_USAGE;
@@ -349,10 +315,10 @@ audit_suggest(int argc, char *argv[])
 		eg_cfg_unref(cfg);
 		return AT_EX_USAGE;
 	}
-	rc = at_read_logs(PROG, argv + optind, argc - optind, suggest_line,
-	    &sg, &unparsed);
+	rc = at_read_logs(PROG, o.logs, o.nlogs, suggest_line, &sg,
+	    &unparsed);
 	if (rc == 0 && !sg.oom)
-		rc = suggest_report(&sg, psl, json, unparsed);
+		rc = suggest_report(&sg, psl, o.json, unparsed);
 	else if (sg.oom)
 		fprintf(stderr, PROG ": out of memory\n");
 	at_tab_free(&sg.hosts);
