@@ -61,108 +61,114 @@ const char *const eg_reason_name[EG_R_COUNT] = { REASONS(R_NAME) };
 
 _Static_assert(0 REASONS(R_ONE) == EG_R_COUNT, "a reason without its row");
 
-/* Every bad request's body but the routes': the target if known. */
-#define BAD(why)	"egressd: bad request{ for |target}: " why
+/*
+ * The wording bodies share.  Every body begins "egressd: " (SPEC "Proxy
+ * behaviour": it names the target as host:port and the reason).
+ */
+#define E(text)		"egressd: " text
+#define BAD(why)	E("bad request{ for |target}: " why)
+#define TIMED_OUT(why)	E("request{ for |target} timed out: " why)
+#define RELAY		"relay header: "
+#define OWN		"egressd's own relay"
+#define IN_PHASE(more)	E("{target} is not allowed in phase {phase}" more)
+#define SPENT(b)	E("{target} is refused: " b " of phase {phase} is " \
+			"spent (limit {bytes} bytes)")
+#define SPENT_REQ(b)	E("{target} is refused: " b " of phase {phase} is " \
+			"spent (limit {num} requests)")
+#define AUDIT(who)	E(who " is refused: the audit log is failing")
+#define ROUTE_BAD(why)	E("bad request for route {route}: " why)
+#define OVER_MAX(what)	E(what " is over route {route}'s max_request_bytes " \
+			"({num})")
 
 /*
  * One row per way of refusing: the enum, its reason, its status (0: the
- * reason's), its body (fields: reason.h).  SPEC "Proxy behaviour": a
- * body names the target as host:port and the reason.
+ * reason's), its body (fields: reason.h).
  */
 #define REFUSALS(X)							\
-	X(EG_RF_HEAD_TIMEOUT,	 EG_R_TIMEOUT, 0,			\
-	    "egressd: request{ for |target} timed out: request headers "\
-	    "not received in time")					\
-	X(EG_RF_HEAD_MALFORMED,	 EG_R_BAD_REQUEST, 0,			\
+	X(EG_RF_HEAD_TIMEOUT, EG_R_TIMEOUT, 0,				\
+	    TIMED_OUT("request headers not received in time"))		\
+	X(EG_RF_HEAD_MALFORMED, EG_R_BAD_REQUEST, 0,			\
 	    BAD("malformed request head"))				\
 	X(EG_RF_HEAD_INCOMPLETE, EG_R_BAD_REQUEST, 0,			\
 	    BAD("incomplete request head"))				\
-	X(EG_RF_HEAD_TOO_LARGE,	 EG_R_BAD_REQUEST, 431,			\
+	X(EG_RF_HEAD_TOO_LARGE, EG_R_BAD_REQUEST, 431,			\
 	    BAD("request headers too large"))				\
-	X(EG_RF_HEAD_TOO_MANY,	 EG_R_BAD_REQUEST, 431,			\
+	X(EG_RF_HEAD_TOO_MANY, EG_R_BAD_REQUEST, 431,			\
 	    BAD("too many request headers"))				\
-	X(EG_RF_REQUEST,	 EG_R_BAD_REQUEST, 0, BAD("{why}"))	\
+	X(EG_RF_REQUEST, EG_R_BAD_REQUEST, 0,				\
+	    BAD("{why}"))						\
 	X(EG_RF_REQUEST_MALFORMED, EG_R_BAD_REQUEST, 0,			\
 	    BAD("malformed request"))					\
-	X(EG_RF_PLAIN_DISABLED,	 EG_R_BAD_REQUEST, 0,			\
+	X(EG_RF_PLAIN_DISABLED, EG_R_BAD_REQUEST, 0,			\
 	    BAD("plain HTTP forwarding is disabled"))			\
-	X(EG_RF_PROXY_HEADER,	 EG_R_BAD_REQUEST, 0,			\
-	    BAD("a PROXY protocol header is accepted only from egressd's "\
-	    "own relay"))						\
-	X(EG_RF_RELAY,		 EG_R_BAD_REQUEST, 0, BAD("{why}"))	\
-	X(EG_RF_RELAY_NOMEM,	 EG_R_BAD_REQUEST, 0,			\
+	X(EG_RF_PROXY_HEADER, EG_R_BAD_REQUEST, 0,			\
+	    BAD("a PROXY protocol header is accepted only from " OWN))	\
+	X(EG_RF_RELAY, EG_R_BAD_REQUEST, 0,				\
+	    BAD("{why}"))						\
+	X(EG_RF_RELAY_NOMEM, EG_R_BAD_REQUEST, 0,			\
 	    BAD("egressd relay: out of memory"))			\
 	X(EG_RF_RELAY_INCOMPLETE, EG_R_BAD_REQUEST, 0,			\
 	    BAD("incomplete relay header"))				\
 	X(EG_RF_RELAY_ANCILLARY, EG_R_BAD_REQUEST, 0,			\
-	    BAD("relay header: unexpected ancillary data"))		\
+	    BAD(RELAY "unexpected ancillary data"))			\
 	X(EG_RF_RELAY_NO_SOCKET, EG_R_BAD_REQUEST, 0,			\
-	    BAD("relay header: no client socket passed"))		\
-	X(EG_RF_RELAY_NOT_TCP,	 EG_R_BAD_REQUEST, 0,			\
-	    BAD("relay header: the socket passed is not TCP"))		\
-	X(EG_RF_NOT_ALLOWED,	 EG_R_NOT_ALLOWED, 0,			\
-	    "egressd: {target} is not allowed in phase {phase}{: |hint}") \
+	    BAD(RELAY "no client socket passed"))			\
+	X(EG_RF_RELAY_NOT_TCP, EG_R_BAD_REQUEST, 0,			\
+	    BAD(RELAY "the socket passed is not TCP"))			\
+	X(EG_RF_NOT_ALLOWED, EG_R_NOT_ALLOWED, 0,			\
+	    IN_PHASE("{: |hint}"))					\
 	X(EG_RF_PORT_NOT_ALLOWED, EG_R_PORT_NOT_ALLOWED, 0,		\
-	    "egressd: {target} is not allowed in phase {phase} (port "	\
-	    "{num} is not allowed for this host)")			\
-	X(EG_RF_BUDGET_UP,	 EG_R_BUDGET, 0,			\
-	    "egressd: {target} is refused: budget_up of phase {phase} is "\
-	    "spent (limit {bytes} bytes)")				\
-	X(EG_RF_BUDGET_DOWN,	 EG_R_BUDGET, 0,			\
-	    "egressd: {target} is refused: budget_down of phase {phase} "\
-	    "is spent (limit {bytes} bytes)")				\
+	    IN_PHASE(" (port {num} is not allowed for this host)"))	\
+	X(EG_RF_BUDGET_UP, EG_R_BUDGET, 0,				\
+	    SPENT("budget_up"))						\
+	X(EG_RF_BUDGET_DOWN, EG_R_BUDGET, 0,				\
+	    SPENT("budget_down"))					\
 	X(EG_RF_BUDGET_REQUESTS, EG_R_BUDGET, 0,			\
-	    "egressd: {target} is refused: budget_requests of phase "	\
-	    "{phase} is spent (limit {num} requests)")			\
-	X(EG_RF_AUDIT_FAILED,	 EG_R_AUDIT_FAILED, 0,			\
-	    "egressd: {target} is refused: the audit log is failing")	\
-	X(EG_RF_DNS_FAILURE,	 EG_R_DNS_FAILURE, 0,			\
-	    "egressd: {target} does not resolve ({why})")		\
+	    SPENT_REQ("budget_requests"))				\
+	X(EG_RF_AUDIT_FAILED, EG_R_AUDIT_FAILED, 0,			\
+	    AUDIT("{target}"))						\
+	X(EG_RF_DNS_FAILURE, EG_R_DNS_FAILURE, 0,			\
+	    E("{target} does not resolve ({why})"))			\
 	X(EG_RF_CONNECT_TIMEOUT, EG_R_CONNECT_TIMEOUT, 0,		\
-	    "egressd: no connection to {target} within {num} s")	\
+	    E("no connection to {target} within {num} s"))		\
 	X(EG_RF_PRIVATE_ADDRESS, EG_R_PRIVATE_ADDRESS, 0,		\
-	    "egressd: {target} resolves only to non-public addresses")	\
-	X(EG_RF_LOOP,		 EG_R_LOOP, 0,				\
-	    "egressd: {target} is egressd itself")			\
-	X(EG_RF_CONNECT_FAILED,	 EG_R_CONNECT_FAILED, 0,		\
-	    "egressd: cannot connect to {target}")			\
-	X(EG_RF_NOMEM,		 EG_R_TOO_MANY, 0,			\
-	    "egressd: out of memory")					\
-	X(EG_RF_TOO_MANY,	 EG_R_TOO_MANY, 0,			\
-	    "egressd: too many connections")				\
+	    E("{target} resolves only to non-public addresses"))	\
+	X(EG_RF_LOOP, EG_R_LOOP, 0,					\
+	    E("{target} is egressd itself"))				\
+	X(EG_RF_CONNECT_FAILED, EG_R_CONNECT_FAILED, 0,			\
+	    E("cannot connect to {target}"))				\
+	X(EG_RF_NOMEM, EG_R_TOO_MANY, 0,				\
+	    E("out of memory"))						\
+	X(EG_RF_TOO_MANY, EG_R_TOO_MANY, 0,				\
+	    E("too many connections"))					\
 	X(EG_RF_TOO_MANY_CLIENT, EG_R_TOO_MANY, 0,			\
-	    "egressd: too many connections from this client")		\
-	X(EG_RF_SESSION_CLOSED,	 EG_R_SHUTDOWN, 0,			\
-	    "egressd: {target} not reached: session {session} was "	\
-	    "closed")							\
-	X(EG_RF_SHUTDOWN,	 EG_R_SHUTDOWN, 0,			\
-	    "egressd: {target} not reached: egressd is shutting down")	\
-	X(EG_RF_NO_ROUTE,	 EG_R_NO_ROUTE, 0,			\
-	    "egressd: no route {route}")				\
-	X(EG_RF_ROUTE_BAD,	 EG_R_BAD_REQUEST, 0,			\
-	    "egressd: bad request for route {route}: {why}")		\
-	X(EG_RF_ROUTE_NO_SLASH,	 EG_R_BAD_REQUEST, 0,			\
-	    "egressd: bad request for route {route}: the route name "	\
-	    "must be followed by '/'")					\
-	X(EG_RF_ROUTE_PHASE,	 EG_R_NOT_ALLOWED, 0,			\
-	    "egressd: route {route} is not allowed in phase {phase}")	\
+	    E("too many connections from this client"))			\
+	X(EG_RF_SESSION_CLOSED, EG_R_SHUTDOWN, 0,			\
+	    E("{target} not reached: session {session} was closed"))	\
+	X(EG_RF_SHUTDOWN, EG_R_SHUTDOWN, 0,				\
+	    E("{target} not reached: egressd is shutting down"))	\
+	X(EG_RF_NO_ROUTE, EG_R_NO_ROUTE, 0,				\
+	    E("no route {route}"))					\
+	X(EG_RF_ROUTE_BAD, EG_R_BAD_REQUEST, 0,				\
+	    ROUTE_BAD("{why}"))						\
+	X(EG_RF_ROUTE_NO_SLASH, EG_R_BAD_REQUEST, 0,			\
+	    ROUTE_BAD("the route name must be followed by '/'"))	\
+	X(EG_RF_ROUTE_PHASE, EG_R_NOT_ALLOWED, 0,			\
+	    E("route {route} is not allowed in phase {phase}"))		\
 	X(EG_RF_ROUTE_NOT_ALLOWED, EG_R_ROUTE_NOT_ALLOWED, 0,		\
-	    "egressd: {method} {path} is not allowed by route {route}")	\
-	X(EG_RF_ROUTE_BODY,	 EG_R_BAD_REQUEST, 413,			\
-	    "egressd: the request body is over route {route}'s "	\
-	    "max_request_bytes ({num})")				\
+	    E("{method} {path} is not allowed by route {route}"))	\
+	X(EG_RF_ROUTE_BODY, EG_R_BAD_REQUEST, 413,			\
+	    OVER_MAX("the request body"))				\
 	X(EG_RF_ROUTE_BODY_CHUNKED, EG_R_BAD_REQUEST, 413,		\
-	    "egressd: request body is over route {route}'s "		\
-	    "max_request_bytes ({num})")				\
+	    OVER_MAX("request body"))					\
 	X(EG_RF_ROUTE_AUDIT_FAILED, EG_R_AUDIT_FAILED, 0,		\
-	    "egressd: route {route} is refused: the audit log is "	\
-	    "failing")							\
-	X(EG_RF_TLS_FAILED,	 EG_R_TLS_FAILED, 0,			\
-	    "egressd: TLS to {target} failed: {why}")			\
+	    AUDIT("route {route}"))					\
+	X(EG_RF_TLS_FAILED, EG_R_TLS_FAILED, 0,				\
+	    E("TLS to {target} failed: {why}"))				\
 	X(EG_RF_TLS_CONNECT_FAILED, EG_R_CONNECT_FAILED, 0,		\
-	    "egressd: TLS to {target} failed: {why}")			\
+	    E("TLS to {target} failed: {why}"))				\
 	X(EG_RF_UPSTREAM_CLOSED, EG_R_CONNECT_FAILED, 0,		\
-	    "egressd: {target} closed the connection before answering")
+	    E("{target} closed the connection before answering"))
 
 #define RF_ROW(e, r, st, b)	[e] = { r, st, b },
 #define RF_ONE(e, r, st, b)	+ 1
