@@ -61,12 +61,16 @@ struct eg_admin {
 	pthread_mutex_t		 mtx;	/* one switch or reload at once */
 };
 
-struct req {				/* one request's upload state */
+struct req {				/* one request's state */
 	size_t			 len;
 	int			 too_big;
 	char			 body[EG_ADMIN_BODY_MAX];
+	/* /v1/sessions/NAME/...: the session (a reference) and its name */
+	struct eg_session	*sess;
+	char			 name[EG_SESSION_NAME_MAX + 1];
 };
 
+/* The methods a route answers, in the order of struct route's fn[]. */
 enum method { M_GET, M_PUT, M_POST, M_DELETE, M_OTHER };
 
 /* --- PUT /v1/phase body -------------------------------------------------- */
@@ -286,22 +290,31 @@ get_status(struct eg_admin *ad, struct MHD_Connection *con,
 	return reply_json(con, 200, &j);
 }
 
+/* GET of s's phase: {"phase":NAME,"mode":...,"allow":[...]}. */
+static enum MHD_Result
+reply_phase(struct egress *ex, struct MHD_Connection *con,
+    struct eg_session *s)
+{
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+	const struct eg_phase *p;
+
+	pthread_rwlock_rdlock(&ex->lock);
+	p = s->phase;
+	eg_buf_str(&j, "{\"phase\":");
+	eg_buf_json_str(&j, p->name);
+	eg_buf_add(&j, ",", 1);
+	json_allow(&j, p);
+	eg_buf_add(&j, "}", 1);
+	pthread_rwlock_unlock(&ex->lock);
+	return reply_json(con, 200, &j);
+}
+
 static enum MHD_Result
 get_phase(struct eg_admin *ad, struct MHD_Connection *con,
     struct req *rq)
 {
-	struct egress *ex = ad->ex;
-	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
-
 	(void)rq;
-	pthread_rwlock_rdlock(&ex->lock);
-	eg_buf_str(&j, "{\"phase\":");
-	eg_buf_json_str(&j, ex->def.phase->name);
-	eg_buf_add(&j, ",", 1);
-	json_allow(&j, ex->def.phase);
-	eg_buf_add(&j, "}", 1);
-	pthread_rwlock_unlock(&ex->lock);
-	return reply_json(con, 200, &j);
+	return reply_phase(ad->ex, con, &ad->ex->def);
 }
 
 static enum MHD_Result
@@ -359,23 +372,52 @@ json_body_refusal(struct MHD_Connection *con, const struct req *rq)
 	return NULL;
 }
 
+/*
+ * The 200 of a phase switch, built on the stack (ANSWER_MAX): once the
+ * switch is made, its answer cannot fail for want of memory.
+ */
+static enum MHD_Result
+reply_switched(struct MHD_Connection *con, const char *name,
+    const char *prev, unsigned closed)
+{
+	char answer[ANSWER_MAX];
+	struct eg_buf j;
+
+	eg_buf_init(&j, answer, sizeof(answer));
+	eg_buf_str(&j, "{\"phase\":");
+	eg_buf_json_str(&j, name);
+	eg_buf_str(&j, ",\"previous\":");
+	eg_buf_json_str(&j, prev);
+	eg_buf_str(&j, ",\"closed\":");
+	eg_buf_u64(&j, closed);
+	eg_buf_add(&j, "}", 1);
+	return reply_json(con, 200, &j);
+}
+
+/* The body of a PUT .../phase: the phase's name into name, or NULL and
+ * *why (the 400's message). */
+static const char *
+read_phase(struct MHD_Connection *con, const struct req *rq, char *name,
+    size_t cap, const char **why)
+{
+	if ((*why = json_body_refusal(con, rq)) != NULL)
+		return NULL;
+	if (eg_admin_parse_phase(rq->body, rq->len, name, cap, why) == -1)
+		return NULL;
+	return name;
+}
+
 static enum MHD_Result
 put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 {
 	struct egress *ex = ad->ex;
 	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
-	char msg[600], answer[ANSWER_MAX];
+	char msg[600];
 	const char *why;
-	struct eg_buf j;
 	unsigned closed = 0;
 	int rc, e;
 
-	eg_buf_init(&j, answer, sizeof(answer));
-
-	if ((why = json_body_refusal(con, rq)) != NULL)
-		return reply_err(con, 400, why, NULL, NULL);
-	if (eg_admin_parse_phase(rq->body, rq->len, name, sizeof(name),
-	    &why) == -1)
+	if (read_phase(con, rq, name, sizeof(name), &why) == NULL)
 		return reply_err(con, 400, why, NULL, NULL);
 	if (eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
@@ -390,14 +432,7 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	if (rc == -1)
 		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
 		    NULL);
-	eg_buf_str(&j, "{\"phase\":");
-	eg_buf_json_str(&j, name);
-	eg_buf_str(&j, ",\"previous\":");
-	eg_buf_json_str(&j, prev);
-	eg_buf_str(&j, ",\"closed\":");
-	eg_buf_u64(&j, closed);
-	eg_buf_add(&j, "}", 1);
-	return reply_json(con, 200, &j);
+	return reply_switched(con, name, prev, closed);
 }
 
 /* A decimal query value: 1 to 20 digits, no overflow.  0 or -1. */
@@ -420,35 +455,47 @@ parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * GET .../audit: the lines after since= (a seq), at most limit= of them,
+ * from s's ring, or the audit log's when s is NULL or has none.
+ */
 static enum MHD_Result
-get_audit(struct eg_admin *ad, struct MHD_Connection *con,
-    struct req *rq)
+reply_audit(struct eg_admin *ad, struct MHD_Connection *con,
+    struct eg_session *s)
 {
-	const char *s;
+	const char *q;
 	uint64_t since = 0, limit = 100;
 	enum MHD_Result rc;
 	size_t cap, n;
 	char *buf;
 
-	(void)rq;
-	s = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
-	if (s != NULL && parse_u64(s, &since) == -1)
+	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
+	if (q != NULL && parse_u64(q, &since) == -1)
 		return reply_err(con, 400, "since: expected a decimal seq",
 		    NULL, NULL);
-	s = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
-	if (s != NULL && (parse_u64(s, &limit) == -1 || limit == 0 ||
+	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
+	if (q != NULL && (parse_u64(q, &limit) == -1 || limit == 0 ||
 	    limit > EG_ADMIN_AUDIT_MAX))
 		return reply_err(con, 400, "limit: expected 1 to 1000",
 		    NULL, NULL);
 	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
 	if ((buf = eg_malloc(cap)) == NULL)
 		return reply_err(con, 500, "out of memory", NULL, NULL);
-	n = eg_audit_ring_json(ad->ex->audit, since, (unsigned)limit, buf,
-	    cap - 1);
+	n = s != NULL && s->ring != NULL ? eg_ring_json(s->ring, since,
+	    (unsigned)limit, buf, cap - 1) : eg_audit_ring_json(ad->ex->audit,
+	    since, (unsigned)limit, buf, cap - 1);
 	buf[n++] = '\n';
 	rc = reply(con, 200, "application/json", buf, n, NULL, NULL);
 	eg_free(buf);
 	return rc;
+}
+
+static enum MHD_Result
+get_audit(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
+{
+	(void)rq;
+	return reply_audit(ad, con, NULL);
 }
 
 static enum MHD_Result
@@ -754,152 +801,101 @@ post_session(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 	return reply_json(con, 201, &j);
 }
 
+/* Let go of the request's session (before a change that may wait for
+ * its connections); idempotent. */
+static void
+sess_drop(struct req *rq)
+{
+	eg_session_unref(rq->sess);
+	rq->sess = NULL;
+}
+
+/* GET /v1/sessions/NAME */
 static enum MHD_Result
-session_route(struct eg_admin *ad, struct MHD_Connection *con,
-    const char *rest, enum method m, struct req *rq)
+sess_get(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
+{
+	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
+
+	pthread_rwlock_rdlock(&ad->ex->lock);
+	json_session(&j, rq->sess);
+	pthread_rwlock_unlock(&ad->ex->lock);
+	sess_drop(rq);
+	return reply_json(con, 200, &j);
+}
+
+/* DELETE /v1/sessions/NAME: the 200 is built on the stack (no heap). */
+static enum MHD_Result
+sess_delete(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
 {
 	struct egress *ex = ad->ex;
-	const char *slash = strchr(rest, '/'), *sub;
-	char name[EG_SESSION_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
-	char pname[EG_PHASE_NAME_MAX + 1], msg[600];
-	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
-	struct eg_session *s;
-	struct eg_buf j = EG_BUF_HEAP(JSON_MAX);
-	char answer[ANSWER_MAX];
-	const struct eg_phase *p;
-	const char *why, *q;
-	uint64_t since = 0, limit = 100;
+	char msg[600], answer[ANSWER_MAX];
 	unsigned closed = 0;
-	enum MHD_Result r;
-	size_t cap, n;
-	char *buf;
+	struct eg_buf j;
 	int rc, e;
 
-	sub = slash ? slash + 1 : "";
-	if (strcmp(sub, "") != 0 && strcmp(sub, "phase") != 0 &&
-	    strcmp(sub, "audit") != 0)
-		return reply_err(con, 404, "no such route", NULL, NULL);
-	if (!(len == 7 && memcmp(rest, "default", 7) == 0) &&
-	    !eg_session_name_ok(rest, len))
-		return reply_err(con, 404, "no such session (a session name "
-		    "is 1 to 64 of A-Z a-z 0-9 _ . -, not beginning with . "
-		    "or -)", NULL, NULL);
-	memcpy(name, rest, len);
-	name[len] = '\0';
-	if ((s = eg_session_get(ex, name, len)) == NULL) {
-		snprintf(msg, sizeof(msg), "session '%s' does not exist",
-		    name);
-		return reply_err(con, 404, msg, NULL, NULL);
-	}
-	if (*sub == '\0' && m == M_GET) {
-		pthread_rwlock_rdlock(&ex->lock);
-		json_session(&j, s);
-		pthread_rwlock_unlock(&ex->lock);
-		eg_session_unref(s);
-		return reply_json(con, 200, &j);
-	}
-	if (*sub == '\0' && m == M_DELETE) {
-		eg_session_unref(s);
-		pthread_mutex_lock(&ad->mtx);
-		errno = 0;
-		rc = egress_session_delete(ex, name, "admin", &closed);
-		e = errno;
-		if (rc == -1)
-			snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
-		pthread_mutex_unlock(&ad->mtx);
-		if (rc == -1)
-			return reply_err(con, session_status(e), msg, NULL,
-			    NULL);
-		eg_buf_init(&j, answer, sizeof(answer));	/* no heap */
-		eg_buf_str(&j, "{\"name\":");
-		eg_buf_json_str(&j, name);
-		eg_buf_str(&j, ",\"closed\":");
-		eg_buf_u64(&j, closed);
-		eg_buf_add(&j, "}", 1);
-		return reply_json(con, 200, &j);
-	}
-	if (*sub == '\0') {
-		eg_session_unref(s);
-		return reply_err(con, 405, "use GET or DELETE", "Allow",
-		    "GET, DELETE");
-	}
-	if (strcmp(sub, "phase") == 0 && m == M_GET) {
-		pthread_rwlock_rdlock(&ex->lock);
-		p = s->phase;
-		eg_buf_str(&j, "{\"phase\":");
-		eg_buf_json_str(&j, p->name);
-		eg_buf_add(&j, ",", 1);
-		json_allow(&j, p);
-		eg_buf_add(&j, "}", 1);
-		pthread_rwlock_unlock(&ex->lock);
-		eg_session_unref(s);
-		return reply_json(con, 200, &j);
-	}
-	if (strcmp(sub, "phase") == 0 && m == M_PUT) {
-		eg_session_unref(s);
-		if ((why = json_body_refusal(con, rq)) != NULL)
-			return reply_err(con, 400, why, NULL, NULL);
-		if (eg_admin_parse_phase(rq->body, rq->len, pname,
-		    sizeof(pname), &why) == -1)
-			return reply_err(con, 400, why, NULL, NULL);
-		pthread_mutex_lock(&ad->mtx);
-		egress_session_phase(ex, name, prev, sizeof(prev));
-		errno = 0;
-		rc = egress_session_set_phase(ex, name, pname, "admin",
-		    &closed);
-		e = errno;
-		if (rc == -1)
-			snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
-		pthread_mutex_unlock(&ad->mtx);
-		if (rc == -1)
-			return reply_err(con, e == ENOENT ? 404 : 500, msg,
-			    NULL, NULL);
-		eg_buf_init(&j, answer, sizeof(answer));	/* no heap */
-		eg_buf_str(&j, "{\"phase\":");
-		eg_buf_json_str(&j, pname);
-		eg_buf_str(&j, ",\"previous\":");
-		eg_buf_json_str(&j, prev);
-		eg_buf_str(&j, ",\"closed\":");
-		eg_buf_u64(&j, closed);
-		eg_buf_add(&j, "}", 1);
-		return reply_json(con, 200, &j);
-	}
-	if (strcmp(sub, "phase") == 0) {
-		eg_session_unref(s);
-		return reply_err(con, 405, "use GET or PUT", "Allow",
-		    "GET, PUT");
-	}
-	/* audit */
-	if (m != M_GET) {
-		eg_session_unref(s);
-		return reply_err(con, 405, "use GET", "Allow", "GET");
-	}
-	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "since");
-	if (q != NULL && parse_u64(q, &since) == -1) {
-		eg_session_unref(s);
-		return reply_err(con, 400, "since: expected a decimal seq",
-		    NULL, NULL);
-	}
-	q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
-	if (q != NULL && (parse_u64(q, &limit) == -1 || limit == 0 ||
-	    limit > EG_ADMIN_AUDIT_MAX)) {
-		eg_session_unref(s);
-		return reply_err(con, 400, "limit: expected 1 to 1000",
-		    NULL, NULL);
-	}
-	cap = (size_t)limit * (EG_AUDIT_LINE + 32) + 16;
-	if ((buf = eg_malloc(cap)) == NULL) {
-		eg_session_unref(s);
-		return reply_err(con, 500, "out of memory", NULL, NULL);
-	}
-	n = s->ring != NULL ? eg_ring_json(s->ring, since, (unsigned)limit,
-	    buf, cap - 1) : eg_audit_ring_json(ex->audit, since,
-	    (unsigned)limit, buf, cap - 1);
-	eg_session_unref(s);
-	buf[n++] = '\n';
-	r = reply(con, 200, "application/json", buf, n, NULL, NULL);
-	eg_free(buf);
-	return r;
+	sess_drop(rq);
+	pthread_mutex_lock(&ad->mtx);
+	errno = 0;
+	rc = egress_session_delete(ex, rq->name, "admin", &closed);
+	e = errno;
+	if (rc == -1)
+		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+	pthread_mutex_unlock(&ad->mtx);
+	if (rc == -1)
+		return reply_err(con, session_status(e), msg, NULL, NULL);
+	eg_buf_init(&j, answer, sizeof(answer));
+	eg_buf_str(&j, "{\"name\":");
+	eg_buf_json_str(&j, rq->name);
+	eg_buf_str(&j, ",\"closed\":");
+	eg_buf_u64(&j, closed);
+	eg_buf_add(&j, "}", 1);
+	return reply_json(con, 200, &j);
+}
+
+/* GET /v1/sessions/NAME/phase */
+static enum MHD_Result
+sess_phase_get(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
+{
+	return reply_phase(ad->ex, con, rq->sess);
+}
+
+/* PUT /v1/sessions/NAME/phase */
+static enum MHD_Result
+sess_phase_put(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
+{
+	struct egress *ex = ad->ex;
+	char pname[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
+	char msg[600];
+	const char *why;
+	unsigned closed = 0;
+	int rc, e;
+
+	sess_drop(rq);
+	if (read_phase(con, rq, pname, sizeof(pname), &why) == NULL)
+		return reply_err(con, 400, why, NULL, NULL);
+	pthread_mutex_lock(&ad->mtx);
+	egress_session_phase(ex, rq->name, prev, sizeof(prev));
+	errno = 0;
+	rc = egress_session_set_phase(ex, rq->name, pname, "admin", &closed);
+	e = errno;
+	if (rc == -1)
+		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
+	pthread_mutex_unlock(&ad->mtx);
+	if (rc == -1)
+		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
+		    NULL);
+	return reply_switched(con, pname, prev, closed);
+}
+
+/* GET /v1/sessions/NAME/audit: its own ring, else the audit log's. */
+static enum MHD_Result
+sess_audit(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq)
+{
+	return reply_audit(ad, con, rq->sess);
 }
 
 /* 200 ok; 503 while the audit log is failing (its last write failed). */
@@ -924,36 +920,58 @@ healthz(struct eg_admin *ad, struct MHD_Connection *con,
 typedef enum MHD_Result route_fn(struct eg_admin *, struct MHD_Connection *,
     struct req *);
 
-/* The routes with a fixed path: a handler per method, NULL for a 405. */
-static const struct route {
+/* A route: a handler per method (by enum method), NULL for a 405. */
+struct route {
 	const char	*path;
 	int		 open;		/* answered without the bearer token */
-	route_fn	*get, *put, *post;
-} routes[] = {
-	{ "/healthz",		1, healthz,	 NULL,	    NULL },
-	{ "/v1/status",		0, get_status,	 NULL,	    NULL },
-	{ "/v1/phase",		0, get_phase,	 put_phase, NULL },
-	{ "/v1/phases",		0, get_phases,	 NULL,	    NULL },
-	{ "/v1/audit",		0, get_audit,	 NULL,	    NULL },
-	{ "/v1/reload",		0, NULL,	 NULL,	    post_reload },
-	{ "/v1/sessions",	0, get_sessions, NULL,	    post_session },
-	{ "/metrics",		0, get_metrics,	 NULL,	    NULL },
+	route_fn	*fn[M_OTHER];	/* GET (and HEAD), PUT, POST, DELETE */
 };
+
+/* The routes with a fixed path. */
+static const struct route routes[] = {
+	{ "/healthz",		1, { healthz } },
+	{ "/v1/status",		0, { get_status } },
+	{ "/v1/phase",		0, { get_phase, put_phase } },
+	{ "/v1/phases",		0, { get_phases } },
+	{ "/v1/audit",		0, { get_audit } },
+	{ "/v1/reload",		0, { NULL, NULL, post_reload } },
+	{ "/v1/sessions",	0, { get_sessions, NULL, post_session } },
+	{ "/metrics",		0, { get_metrics } },
+};
+
+/* The routes below /v1/sessions/NAME (SPEC "Sessions"): rq->sess is
+ * NAME's, held until the handler calls sess_drop() (or it returns). */
+static const struct route sess_routes[] = {
+	{ "",		0, { sess_get, NULL, NULL, sess_delete } },
+	{ "phase",	0, { sess_phase_get, sess_phase_put } },
+	{ "audit",	0, { sess_audit } },
+};
+
+static const struct route *
+route_find(const struct route *r, size_t n, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(path, r[i].path) == 0)
+			return &r[i];
+	return NULL;
+}
 
 /* 405, naming the methods the route has ("use GET or PUT", Allow). */
 static enum MHD_Result
 not_allowed(struct MHD_Connection *con, const struct route *r)
 {
-	route_fn *const fns[] = { r->get, r->put, r->post };
-	static const char *const names[] = { "GET", "PUT", "POST" };
-	char msg[32], allow[32];	/* "use GET or PUT or POST" at most */
+	static const char *const names[M_OTHER] = { "GET", "PUT", "POST",
+	    "DELETE" };
+	char msg[48], allow[48];	/* "use GET or PUT or POST or DELETE" */
 	int nm, na = 0;
 	size_t i;
 
 	nm = snprintf(msg, sizeof(msg), "use");
 	allow[0] = '\0';
-	for (i = 0; i < nitems(fns); i++) {
-		if (fns[i] == NULL)
+	for (i = 0; i < M_OTHER; i++) {
+		if (r->fn[i] == NULL)
 			continue;
 		nm += snprintf(msg + nm, sizeof(msg) - (size_t)nm, "%s %s",
 		    na > 0 ? " or" : "", names[i]);
@@ -961,6 +979,48 @@ not_allowed(struct MHD_Connection *con, const struct route *r)
 		    na > 0 ? ", " : "", names[i]);
 	}
 	return reply_err(con, 405, msg, "Allow", allow);
+}
+
+/* Route r's handler for method m, or its 405. */
+static enum MHD_Result
+route_call(struct eg_admin *ad, struct MHD_Connection *con,
+    const struct route *r, enum method m, struct req *rq)
+{
+	route_fn *fn = m < M_OTHER ? r->fn[m] : NULL;
+
+	return fn != NULL ? fn(ad, con, rq) : not_allowed(con, r);
+}
+
+/* /v1/sessions/REST: NAME, NAME/phase or NAME/audit. */
+static enum MHD_Result
+session_route(struct eg_admin *ad, struct MHD_Connection *con,
+    const char *rest, enum method m, struct req *rq)
+{
+	const char *slash = strchr(rest, '/');
+	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+	const struct route *r;
+	enum MHD_Result rc;
+	char msg[600];
+
+	r = route_find(sess_routes, nitems(sess_routes), slash ? slash + 1 :
+	    "");
+	if (r == NULL)
+		return reply_err(con, 404, "no such route", NULL, NULL);
+	if (!(len == 7 && memcmp(rest, "default", 7) == 0) &&
+	    !eg_session_name_ok(rest, len))
+		return reply_err(con, 404, "no such session (a session name "
+		    "is 1 to 64 of A-Z a-z 0-9 _ . -, not beginning with . "
+		    "or -)", NULL, NULL);
+	memcpy(rq->name, rest, len);
+	rq->name[len] = '\0';
+	if ((rq->sess = eg_session_get(ad->ex, rq->name, len)) == NULL) {
+		snprintf(msg, sizeof(msg), "session '%s' does not exist",
+		    rq->name);
+		return reply_err(con, 404, msg, NULL, NULL);
+	}
+	rc = route_call(ad, con, r, m, rq);
+	sess_drop(rq);
+	return rc;
 }
 
 /*
@@ -999,17 +1059,13 @@ static enum MHD_Result
 dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
     enum method m, struct req *rq)
 {
-	const struct route *r = NULL;
-	route_fn *fn;
-	size_t i;
+	const struct route *r;
 
 	/* before any route or name is looked up: "keep%00x" is no "keep" */
 	if (path_has_ctl(url))
 		return reply_err(con, 400, "bad path: NUL or another control "
 		    "character (after %-decoding)", NULL, NULL);
-	for (i = 0; i < nitems(routes) && r == NULL; i++)
-		if (strcmp(url, routes[i].path) == 0)
-			r = &routes[i];
+	r = route_find(routes, nitems(routes), url);
 	if ((r == NULL || !r->open) && !authorized(ad, con))
 		return reply_err(con, 401, "missing or wrong bearer token "
 		    "(Authorization: Bearer TOKEN from admin_token_file)",
@@ -1019,9 +1075,7 @@ dispatch(struct eg_admin *ad, struct MHD_Connection *con, const char *url,
 			return session_route(ad, con, url + 13, m, rq);
 		return reply_err(con, 404, "no such route", NULL, NULL);
 	}
-	fn = m == M_GET ? r->get : m == M_PUT ? r->put : m == M_POST ?
-	    r->post : NULL;
-	return fn != NULL ? fn(ad, con, rq) : not_allowed(con, r);
+	return route_call(ad, con, r, m, rq);
 }
 
 static enum MHD_Result
@@ -1077,6 +1131,8 @@ on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 	(void)cls;
 	(void)con;
 	(void)toe;
+	if (*con_cls != NULL)
+		sess_drop(*con_cls);
 	eg_free(*con_cls);
 	*con_cls = NULL;
 }
