@@ -372,8 +372,13 @@ read_phase(struct MHD_Connection *con, const struct req *rq, char *name,
 	return name;
 }
 
+/*
+ * PUT /v1/phase (sess NULL: the proxy's phase, refused while shutting
+ * down) and PUT /v1/sessions/NAME/phase (sess: NAME).
+ */
 static enum MHD_Result
-put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
+switch_phase(struct eg_admin *ad, struct MHD_Connection *con,
+    struct req *rq, const char *sess)
 {
 	struct egress *ex = ad->ex;
 	char name[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
@@ -384,12 +389,16 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 
 	if (read_phase(con, rq, name, sizeof(name), &why) == NULL)
 		return reply_err(con, 400, why, NULL, NULL);
-	if (eg_stopping(ex))
+	if (sess == NULL && eg_stopping(ex))
 		return reply_err(con, 503, "shutting down", NULL, NULL);
 	pthread_mutex_lock(&ad->mtx);
-	egress_phase(ex, prev, sizeof(prev));
+	if (sess == NULL)
+		egress_phase(ex, prev, sizeof(prev));
+	else
+		egress_session_phase(ex, sess, prev, sizeof(prev));
 	errno = 0;
-	rc = egress_set_phase(ex, name, "admin", &closed);
+	rc = sess == NULL ? egress_set_phase(ex, name, "admin", &closed) :
+	    egress_session_set_phase(ex, sess, name, "admin", &closed);
 	e = errno;
 	if (rc == -1)
 		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
@@ -398,6 +407,12 @@ put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
 		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
 		    NULL);
 	return reply_switched(con, name, prev, closed);
+}
+
+static enum MHD_Result
+put_phase(struct eg_admin *ad, struct MHD_Connection *con, struct req *rq)
+{
+	return switch_phase(ad, con, rq, NULL);
 }
 
 /* A decimal query value: 1 to 20 digits, no overflow.  0 or -1. */
@@ -831,28 +846,8 @@ static enum MHD_Result
 sess_phase_put(struct eg_admin *ad, struct MHD_Connection *con,
     struct req *rq)
 {
-	struct egress *ex = ad->ex;
-	char pname[EG_PHASE_NAME_MAX + 1], prev[EG_PHASE_NAME_MAX + 1];
-	char msg[600];
-	const char *why;
-	unsigned closed = 0;
-	int rc, e;
-
 	sess_drop(rq);
-	if (read_phase(con, rq, pname, sizeof(pname), &why) == NULL)
-		return reply_err(con, 400, why, NULL, NULL);
-	pthread_mutex_lock(&ad->mtx);
-	egress_session_phase(ex, rq->name, prev, sizeof(prev));
-	errno = 0;
-	rc = egress_session_set_phase(ex, rq->name, pname, "admin", &closed);
-	e = errno;
-	if (rc == -1)
-		snprintf(msg, sizeof(msg), "%s", egress_errmsg(ex));
-	pthread_mutex_unlock(&ad->mtx);
-	if (rc == -1)
-		return reply_err(con, e == ENOENT ? 404 : 500, msg, NULL,
-		    NULL);
-	return reply_switched(con, pname, prev, closed);
+	return switch_phase(ad, con, rq, rq->name);
 }
 
 /* GET /v1/sessions/NAME/audit: its own ring, else the audit log's. */
