@@ -21,6 +21,7 @@
 #include "cfg.h"
 #include "host.h"
 #include "inilex.h"
+#include "listen.h"
 #include "policy.h"
 #include "reason.h"
 #include "route.h"
@@ -485,7 +486,7 @@ set_dns(struct parse *ps, const struct key *k, const char *val)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	char out[4096], a[INET6_ADDRSTRLEN];
+	char out[4096];
 	const char *p = val, *it;
 	size_t len, o = 0, n = 0;
 	int w;
@@ -494,21 +495,10 @@ set_dns(struct parse *ps, const struct key *k, const char *val)
 		if (parse_ipport(it, len, 53, &ss, &sslen) == -1)
 			return bad_value(ps, k, val,
 			    "expected IP[:PORT] or [IPv6]:PORT");
-		if (ss.ss_family == AF_INET) {
-			inet_ntop(AF_INET,
-			    &((struct sockaddr_in *)&ss)->sin_addr, a,
-			    sizeof(a));
-			w = snprintf(out + o, sizeof(out) - o, "%s%s:%u",
-			    n ? "," : "", a, (unsigned)ntohs(
-			    ((struct sockaddr_in *)&ss)->sin_port));
-		} else {
-			inet_ntop(AF_INET6,
-			    &((struct sockaddr_in6 *)&ss)->sin6_addr, a,
-			    sizeof(a));
-			w = snprintf(out + o, sizeof(out) - o, "%s[%s]:%u",
-			    n ? "," : "", a, (unsigned)ntohs(
-			    ((struct sockaddr_in6 *)&ss)->sin6_port));
-		}
+		if (n > 0 && o + 1 < sizeof(out))
+			out[o++] = ',';
+		w = eg_addr_text((struct sockaddr *)&ss, out + o,
+		    sizeof(out) - o);
 		if (w < 0 || (size_t)w >= sizeof(out) - o)
 			return bad_value(ps, k, val, "too many servers");
 		o += (size_t)w;

@@ -26,6 +26,7 @@
 #include "conn-int.h"
 #include "dns.h"
 #include "host.h"
+#include "listen.h"
 #include "metrics.h"
 #include "ownaddr.h"
 #include "policy.h"
@@ -1687,21 +1688,7 @@ conn_timeout(void *arg)
 static void
 conn_client_text(struct eg_conn *c, const struct sockaddr *sa)
 {
-	char a[INET6_ADDRSTRLEN];
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		snprintf(c->client, sizeof(c->client), "%s:%u", a,
-		    ntohs(s4->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		snprintf(c->client, sizeof(c->client), "[%s]:%u", a,
-		    ntohs(s6->sin6_port));
-	} else
+	if (eg_addr_text(sa, c->client, sizeof(c->client)) == -1)
 		snprintf(c->client, sizeof(c->client), "%s",
 		    c->ex->unix_client);
 }
