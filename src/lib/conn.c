@@ -1913,6 +1913,13 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 
 /* --- for route.c ------------------------------------------------------------ */
 
+/* The arguments of a refusal naming c's target ({target}). */
+void
+eg_conn_refusal_arg(const struct eg_conn *c, struct eg_refusal_arg *a)
+{
+	conn_rarg(c, a);
+}
+
 /* Refusal rf: its audit line, then its reply and linger (conn_deny()). */
 void
 eg_conn_deny_rf(struct eg_conn *c, enum eg_refusal rf,
