@@ -26,6 +26,15 @@ body_is(enum eg_refusal rf, const struct eg_refusal_arg *a,
 	return 0;
 }
 
+/* {target}: host (a C string) and port. */
+static void
+target(struct eg_refusal_arg *a, const char *host, unsigned port)
+{
+	a->host = host;
+	a->hostlen = strlen(host);
+	a->port = port;
+}
+
 static void
 refusals(void)
 {
@@ -35,9 +44,7 @@ refusals(void)
 	int r, bad;
 
 	memset(&a, 0, sizeof(a));
-	a.host = "github.com";
-	a.hostlen = 10;
-	a.port = 443;
+	target(&a, "github.com", 443);
 	a.phase = "agent";
 	ok(body_is(EG_RF_NOT_ALLOWED, &a, "egressd: github.com:443 is not "
 	    "allowed in phase agent"), "not_allowed without a hint");
@@ -86,18 +93,14 @@ refusals(void)
 	memset(&a, 0, sizeof(a));
 	ok(body_is(EG_RF_HEAD_TIMEOUT, &a, "egressd: request timed out: "
 	    "request headers not received in time"), "408 without a target");
-	a.host = "x.test";
-	a.hostlen = 6;
-	a.port = 80;
+	target(&a, "x.test", 80);
 	ok(body_is(EG_RF_HEAD_TIMEOUT, &a, "egressd: request for x.test:80 "
 	    "timed out: request headers not received in time"),
 	    "408 with a target");
 	a.why = "obs-fold header line";
 	ok(body_is(EG_RF_REQUEST, &a, "egressd: bad request for x.test:80: "
 	    "obs-fold header line"), "the parser's why");
-	a.host = "a b\x01\xff";
-	a.hostlen = 5;
-	a.port = 0;
+	target(&a, "a b\x01\xff", 0);
 	ok(body_is(EG_RF_HEAD_MALFORMED, &a, "egressd: bad request for "
 	    "a\\x20b\\x01\\xff: malformed request head"),
 	    "a raw target: bytes but visible ASCII as \\xHH");
@@ -125,9 +128,7 @@ refusals(void)
 
 	/* every row: a known reason, every field known, a whole reply */
 	memset(&a, 0, sizeof(a));
-	a.host = "h";
-	a.hostlen = 1;
-	a.port = 1;
+	target(&a, "h", 1);
 	a.phase = a.hint = a.why = a.route = a.method = a.path = a.session =
 	    "v";
 	for (i = 0, bad = 0; i < EG_RF_COUNT; i++) {
