@@ -812,6 +812,19 @@ sect_add(struct parse *ps, const char *kind, void *arrp, size_t *n,
 	return e;
 }
 
+/* A section that stands once ([proxy], [hosts]); *line: its first. */
+static void
+sect_once(struct parse *ps, const char *kind, int *line, enum sect sect)
+{
+	if (*line) {
+		perr(ps, "duplicate section [%s] (first at line %d)", kind,
+		    *line);
+		return;
+	}
+	*line = ps->ini.line;
+	ps->sect = sect;
+}
+
 _Static_assert(offsetof(struct eg_phase, name) == 0 &&
     offsetof(struct eg_cfg_session, name) == 0, "sect_add(): name first");
 
@@ -834,23 +847,11 @@ section_start(void *arg, const char *name, size_t len)
 			ps->seen[i] = 0;
 
 	if (len == 5 && memcmp(name, "proxy", 5) == 0) {
-		if (ps->proxy_line) {
-			perr(ps, "duplicate section [proxy] (first at line %d)",
-			    ps->proxy_line);
-			return;
-		}
-		ps->proxy_line = ps->ini.line;
-		ps->sect = SECT_PROXY;
+		sect_once(ps, "proxy", &ps->proxy_line, SECT_PROXY);
 		return;
 	}
 	if (len == 5 && memcmp(name, "hosts", 5) == 0) {
-		if (ps->hosts_line) {
-			perr(ps, "duplicate section [hosts] (first at line %d)",
-			    ps->hosts_line);
-			return;
-		}
-		ps->hosts_line = ps->ini.line;
-		ps->sect = SECT_HOSTS;
+		sect_once(ps, "hosts", &ps->hosts_line, SECT_HOSTS);
 		return;
 	}
 	if (len >= 6 && memcmp(name, "phase:", 6) == 0) {
