@@ -290,6 +290,19 @@ out_one(struct eg_buf *o, const char *name, const char *type,
 	eg_buf_printf(o, "%s %llu\n", name, (unsigned long long)v);
 }
 
+/* A counter of two samples, one label's two values a and b. */
+static void
+out_two(struct eg_buf *o, const char *name, const char *help,
+    const char *label, const char *a, uint64_t va, const char *b,
+    uint64_t vb)
+{
+	out_head(o, name, "counter", help);
+	eg_buf_printf(o, "%s{%s=\"%s\"} %llu\n", name, label, a,
+	    (unsigned long long)va);
+	eg_buf_printf(o, "%s{%s=\"%s\"} %llu\n", name, label, b,
+	    (unsigned long long)vb);
+}
+
 /* Seconds with microsecond precision, as the format's float. */
 static void
 out_seconds(struct eg_buf *o, uint64_t us)
@@ -381,13 +394,10 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Client connections accepted since start.",
 	    g ? g->total : 0);
 
-	out_head(o, "egressd_bytes_total", "counter",
+	out_two(o, "egressd_bytes_total",
 	    "Tunnelled bytes of ended connections, up (client to upstream) "
-	    "and down.");
-	eg_buf_printf(o, "egressd_bytes_total{direction=\"up\"} %llu\n",
-	    (unsigned long long)load64(&m->bytes_up));
-	eg_buf_printf(o, "egressd_bytes_total{direction=\"down\"} %llu\n",
-	    (unsigned long long)load64(&m->bytes_down));
+	    "and down.", "direction", "up", load64(&m->bytes_up), "down",
+	    load64(&m->bytes_down));
 
 	out_head(o, "egressd_tunnels_closed_total", "counter",
 	    "CLOSE events by end reason.");
@@ -428,12 +438,9 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Budgets spent: a session's up, down or requests budget of its "
 	    "phase, counted once each time the count crosses the limit.",
 	    load64(&m->budget_exhausted));
-	out_head(o, "egressd_reloads_total", "counter",
-	    "Configuration reloads by result.");
-	eg_buf_printf(o, "egressd_reloads_total{result=\"ok\"} %llu\n",
-	    (unsigned long long)load64(&m->reloads_ok));
-	eg_buf_printf(o, "egressd_reloads_total{result=\"error\"} %llu\n",
-	    (unsigned long long)load64(&m->reloads_err));
+	out_two(o, "egressd_reloads_total",
+	    "Configuration reloads by result.", "result", "ok",
+	    load64(&m->reloads_ok), "error", load64(&m->reloads_err));
 
 	out_one(o, "egressd_audit_write_errors_total", "counter",
 	    "Audit lines that could not be written (an ALLOW among them is "
