@@ -517,14 +517,11 @@ out_str(struct eg_buf *o, const char *s)
 static void
 out_u64(struct eg_buf *o, uint64_t v)
 {
-	char b[20];
-	size_t i = sizeof(b);
+	char d[EG_U64_DIGITS];
+	const char *p;
+	size_t n = eg_u64_text(d, v, &p);
 
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	out_raw(o, b + i, sizeof(b) - i);
+	out_raw(o, p, n);
 }
 
 /* Text values: every byte outside '!'..'~', and '\', '"', become \xHH. */

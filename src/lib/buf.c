@@ -93,17 +93,27 @@ eg_buf_add_slow(struct eg_buf *b, const void *s, size_t n)
 	return 0;
 }
 
-int
-eg_buf_u64(struct eg_buf *b, uint64_t v)
+size_t
+eg_u64_text(char d[EG_U64_DIGITS], uint64_t v, const char **start)
 {
-	char d[20];
-	size_t i = sizeof(d);
+	size_t i = EG_U64_DIGITS;
 
 	do {
 		d[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v != 0);
-	return eg_buf_add(b, d + i, sizeof(d) - i);
+	*start = d + i;
+	return EG_U64_DIGITS - i;
+}
+
+int
+eg_buf_u64(struct eg_buf *b, uint64_t v)
+{
+	char d[EG_U64_DIGITS];
+	const char *p;
+	size_t n = eg_u64_text(d, v, &p);
+
+	return eg_buf_add(b, p, n);
 }
 
 int

@@ -96,6 +96,10 @@ eg_buf_str(struct eg_buf *b, const char *s)
 
 /* Append v in decimal. */
 int	eg_buf_u64(struct eg_buf *, uint64_t v);
+/* v in decimal at the end of d, no NUL: its length, and *start where it
+ * begins (for a writer with its own rule when the room runs out). */
+#define EG_U64_DIGITS	20
+size_t	eg_u64_text(char d[EG_U64_DIGITS], uint64_t v, const char **start);
 /* Append printf output; a result that does not fit whole is not kept. */
 int	eg_buf_printf(struct eg_buf *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));

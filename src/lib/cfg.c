@@ -21,6 +21,7 @@
 #include "cfg.h"
 #include "host.h"
 #include "inilex.h"
+#include "listen.h"
 #include "policy.h"
 #include "reason.h"
 #include "route.h"
@@ -485,7 +486,7 @@ set_dns(struct parse *ps, const struct key *k, const char *val)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	char out[4096], a[INET6_ADDRSTRLEN];
+	char out[4096];
 	const char *p = val, *it;
 	size_t len, o = 0, n = 0;
 	int w;
@@ -494,21 +495,10 @@ set_dns(struct parse *ps, const struct key *k, const char *val)
 		if (parse_ipport(it, len, 53, &ss, &sslen) == -1)
 			return bad_value(ps, k, val,
 			    "expected IP[:PORT] or [IPv6]:PORT");
-		if (ss.ss_family == AF_INET) {
-			inet_ntop(AF_INET,
-			    &((struct sockaddr_in *)&ss)->sin_addr, a,
-			    sizeof(a));
-			w = snprintf(out + o, sizeof(out) - o, "%s%s:%u",
-			    n ? "," : "", a, (unsigned)ntohs(
-			    ((struct sockaddr_in *)&ss)->sin_port));
-		} else {
-			inet_ntop(AF_INET6,
-			    &((struct sockaddr_in6 *)&ss)->sin6_addr, a,
-			    sizeof(a));
-			w = snprintf(out + o, sizeof(out) - o, "%s[%s]:%u",
-			    n ? "," : "", a, (unsigned)ntohs(
-			    ((struct sockaddr_in6 *)&ss)->sin6_port));
-		}
+		if (n > 0 && o + 1 < sizeof(out))
+			out[o++] = ',';
+		w = eg_addr_text((struct sockaddr *)&ss, out + o,
+		    sizeof(out) - o);
 		if (w < 0 || (size_t)w >= sizeof(out) - o)
 			return bad_value(ps, k, val, "too many servers");
 		o += (size_t)w;
@@ -778,6 +768,66 @@ hosts_entry(struct parse *ps, const char *name, const char *val)
 	return 0;
 }
 
+/*
+ * A new [KIND:NAME] section's entry: one more element, zeroed but for its
+ * name and this line, at the end of the array *arrp points to (*n
+ * elements of sz bytes, each beginning with its char *name and holding
+ * its int line at line_off; struct eg_phase, struct eg_cfg_session).
+ * NULL when NAME was used before or memory runs out: perr() said which.
+ */
+static void *
+sect_add(struct parse *ps, const char *kind, void *arrp, size_t *n,
+    size_t sz, size_t line_off, const char *name, size_t len)
+{
+	char *arr, *e, *nm;
+	size_t i;
+	int line;
+
+	memcpy(&arr, arrp, sizeof(arr));
+	for (i = 0; i < *n; i++) {
+		e = arr + i * sz;
+		memcpy(&nm, e, sizeof(nm));
+		memcpy(&line, e + line_off, sizeof(line));
+		if (strlen(nm) == len && memcmp(nm, name, len) == 0) {
+			perr(ps, "duplicate section [%s:%s] (first at line "
+			    "%d)", kind, nm, line);
+			return NULL;
+		}
+	}
+	if ((arr = eg_reallocarray(arr, *n + 1, sz)) == NULL) {
+		perr(ps, "out of memory");
+		return NULL;
+	}
+	memcpy(arrp, &arr, sizeof(arr));
+	e = arr + *n * sz;
+	memset(e, 0, sz);
+	if ((nm = eg_strndup(name, len)) == NULL) {
+		perr(ps, "out of memory");
+		return NULL;
+	}
+	line = ps->ini.line;
+	memcpy(e, &nm, sizeof(nm));
+	memcpy(e + line_off, &line, sizeof(line));
+	(*n)++;
+	return e;
+}
+
+/* A section that stands once ([proxy], [hosts]); *line: its first. */
+static void
+sect_once(struct parse *ps, const char *kind, int *line, enum sect sect)
+{
+	if (*line) {
+		perr(ps, "duplicate section [%s] (first at line %d)", kind,
+		    *line);
+		return;
+	}
+	*line = ps->ini.line;
+	ps->sect = sect;
+}
+
+_Static_assert(offsetof(struct eg_phase, name) == 0 &&
+    offsetof(struct eg_cfg_session, name) == 0, "sect_add(): name first");
+
 /* A section header; name is what is between the brackets, trimmed. */
 static void
 section_start(void *arg, const char *name, size_t len)
@@ -785,7 +835,6 @@ section_start(void *arg, const char *name, size_t len)
 	struct parse *ps = arg;
 	const struct eg_module_slot *ms;
 	struct eg_cfg *cfg = ps->cfg;
-	struct eg_phase *np;
 	const char *colon;
 	char q[400];
 	size_t i;
@@ -798,23 +847,11 @@ section_start(void *arg, const char *name, size_t len)
 			ps->seen[i] = 0;
 
 	if (len == 5 && memcmp(name, "proxy", 5) == 0) {
-		if (ps->proxy_line) {
-			perr(ps, "duplicate section [proxy] (first at line %d)",
-			    ps->proxy_line);
-			return;
-		}
-		ps->proxy_line = ps->ini.line;
-		ps->sect = SECT_PROXY;
+		sect_once(ps, "proxy", &ps->proxy_line, SECT_PROXY);
 		return;
 	}
 	if (len == 5 && memcmp(name, "hosts", 5) == 0) {
-		if (ps->hosts_line) {
-			perr(ps, "duplicate section [hosts] (first at line %d)",
-			    ps->hosts_line);
-			return;
-		}
-		ps->hosts_line = ps->ini.line;
-		ps->sect = SECT_HOSTS;
+		sect_once(ps, "hosts", &ps->hosts_line, SECT_HOSTS);
 		return;
 	}
 	if (len >= 6 && memcmp(name, "phase:", 6) == 0) {
@@ -826,31 +863,11 @@ section_start(void *arg, const char *name, size_t len)
 			    sizeof(q)), EG_PHASE_NAME_MAX);
 			return;
 		}
-		for (i = 0; i < cfg->nphases; i++) {
-			if (strlen(cfg->phases[i].name) == len &&
-			    memcmp(cfg->phases[i].name, name, len) == 0) {
-				perr(ps, "duplicate section [phase:%s] (first "
-				    "at line %d)", cfg->phases[i].name,
-				    cfg->phases[i].line);
-				return;
-			}
-		}
-		np = eg_reallocarray(cfg->phases, cfg->nphases + 1,
-		    sizeof(*np));
-		if (np == NULL) {
-			perr(ps, "out of memory");
+		if (sect_add(ps, "phase", &cfg->phases, &cfg->nphases,
+		    sizeof(*cfg->phases), offsetof(struct eg_phase, line),
+		    name, len) == NULL)
 			return;
-		}
-		cfg->phases = np;
-		np = &cfg->phases[cfg->nphases];
-		memset(np, 0, sizeof(*np));
-		np->name = eg_strndup(name, len);
-		if (np->name == NULL) {
-			perr(ps, "out of memory");
-			return;
-		}
-		np->line = ps->ini.line;
-		ps->phase = cfg->nphases++;
+		ps->phase = cfg->nphases - 1;
 		ps->sect = SECT_PHASE;
 		return;
 	}
@@ -866,8 +883,6 @@ section_start(void *arg, const char *name, size_t len)
 		return;
 	}
 	if (len >= 8 && memcmp(name, "session:", 8) == 0) {
-		struct eg_cfg_session *ns;
-
 		name += 8;
 		len -= 8;
 		if (!eg_session_name_ok(name, len) || (len == 7 &&
@@ -878,30 +893,11 @@ section_start(void *arg, const char *name, size_t len)
 			    sizeof(q)), EG_SESSION_NAME_MAX);
 			return;
 		}
-		for (i = 0; i < cfg->nsessions; i++)
-			if (strlen(cfg->sessions[i].name) == len &&
-			    memcmp(cfg->sessions[i].name, name, len) == 0) {
-				perr(ps, "duplicate section [session:%s] "
-				    "(first at line %d)",
-				    cfg->sessions[i].name,
-				    cfg->sessions[i].line);
-				return;
-			}
-		ns = eg_reallocarray(cfg->sessions, cfg->nsessions + 1,
-		    sizeof(*ns));
-		if (ns == NULL) {
-			perr(ps, "out of memory");
+		if (sect_add(ps, "session", &cfg->sessions, &cfg->nsessions,
+		    sizeof(*cfg->sessions), offsetof(struct eg_cfg_session,
+		    line), name, len) == NULL)
 			return;
-		}
-		cfg->sessions = ns;
-		ns = &cfg->sessions[cfg->nsessions];
-		memset(ns, 0, sizeof(*ns));
-		if ((ns->name = eg_strndup(name, len)) == NULL) {
-			perr(ps, "out of memory");
-			return;
-		}
-		ns->line = ps->ini.line;
-		ps->sess = cfg->nsessions++;
+		ps->sess = cfg->nsessions - 1;
 		ps->sect = SECT_SESSION;
 		return;
 	}

@@ -18,6 +18,7 @@
 #include "host.h"
 #include "loop.h"
 #include "proxy.h"
+#include "reason.h"
 #include "reqparse.h"
 #include "sni.h"
 #include "target.h"
@@ -225,7 +226,20 @@ enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
 
-/* conn.c, for route.c: the refusal and failure paths of every request */
+/*
+ * conn.c, for route.c: the refusal and failure paths of every request.
+ * eg_conn_refusal_arg(): the fields of a refusal, zeroed but {target}
+ * (c's host and port).  eg_conn_deny_rf(): refusal rf of reason.c's
+ * table, its BLOCK or FAIL line then its reply; eg_conn_refuse_rf():
+ * the reply only (the line is written).  eg_conn_refuse() and eg_conn_deny() take a body written by
+ * the caller, for route.c until it names its refusals.
+ */
+void	eg_conn_refusal_arg(const struct eg_conn *,
+	    struct eg_refusal_arg *);
+void	eg_conn_deny_rf(struct eg_conn *, enum eg_refusal,
+	    const struct eg_refusal_arg *);
+void	eg_conn_refuse_rf(struct eg_conn *, enum eg_refusal,
+	    const struct eg_refusal_arg *);
 void	eg_conn_refuse(struct eg_conn *, enum eg_reason, int status,
 	    const char *body);
 void	eg_conn_deny(struct eg_conn *, enum egress_event_type,

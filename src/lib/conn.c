@@ -4,7 +4,9 @@
  * readiness, timer, DNS answer) ends in conn_step(), which advances the
  * state machine until something would block; eg_conn_set_state() is the only
  * writer of c->state and arms the state's timer.  A verdict is written to
- * the audit log by conn_verdict() before any reply byte is queued.
+ * the audit log (conn_deny_locked() for BLOCK and FAIL, conn_allow() for
+ * ALLOW) before any reply byte is queued; what a refusal says comes from
+ * reason.c's refusal table, never from text written here.
  */
 #include "egress-int.h"
 
@@ -24,6 +26,7 @@
 #include "conn-int.h"
 #include "dns.h"
 #include "host.h"
+#include "listen.h"
 #include "metrics.h"
 #include "ownaddr.h"
 #include "policy.h"
@@ -275,13 +278,9 @@ conn_reply_close(struct eg_conn *c, const void *reply, size_t n)
 	eg_conn_set_state(c, EG_CS_REPLYING);
 }
 
-/*
- * Write the reply for a refusal (reason.c: its status line with the body's
- * text as the phrase, X-Egressd-Verdict and -Reason, the body).  The audit
- * line is already written.  status 0: the reason's usual one.
- */
+/* The reply of a refusal whose body is written: status 0 is r's. */
 static void
-conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
+conn_reply_refusal(struct eg_conn *c, enum eg_reason r, int status,
     const char *body)
 {
 	char reply[EG_REFUSAL_MAX];
@@ -289,6 +288,40 @@ conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
 
 	n = eg_refusal_reply(reply, sizeof(reply), r, status, body);
 	conn_reply_close(c, reply, n);
+}
+
+/*
+ * Write the reply for refusal rf (reason.c: its status line with the
+ * body's text as the phrase, X-Egressd-Verdict and -Reason, the body).
+ * The audit line is already written.
+ */
+static void
+conn_refuse(struct eg_conn *c, enum eg_refusal rf,
+    const struct eg_refusal_arg *a)
+{
+	char reply[EG_REFUSAL_MAX];
+	size_t n;
+
+	n = eg_refusal_write(reply, sizeof(reply), rf, a);
+	conn_reply_close(c, reply, n);
+}
+
+/* The same, with the body written already (under the lock). */
+static void
+conn_refuse_body(struct eg_conn *c, enum eg_refusal rf, const char *body)
+{
+	conn_reply_refusal(c, eg_refusal_tab[rf].reason,
+	    eg_refusal_tab[rf].status, body);
+}
+
+/* The arguments of a refusal naming c's target (reason.h {target}). */
+static void
+conn_rarg(const struct eg_conn *c, struct eg_refusal_arg *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->host = c->t.host.name;
+	a->hostlen = c->t.host.len;
+	a->port = c->t.port;
 }
 
 /*
@@ -310,61 +343,33 @@ conn_deny_locked(struct eg_conn *c, enum egress_event_type t,
 	c->decided = 1;
 }
 
-/* BLOCK or FAIL: one audit line (under the lock), then the reply. */
-static void
-conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
-    int status, const char *body)
-{
-	pthread_rwlock_rdlock(&c->ex->lock);
-	conn_deny_locked(c, t, r);
-	pthread_rwlock_unlock(&c->ex->lock);
-	conn_refuse(c, r, status, body);
-}
-
 /*
- * The target a refusal body names: host:port once parsed, else the raw
- * request-target of a head that could not be parsed (any byte but
- * visible ASCII escaped as \xHH), else nothing (returns 0).
+ * Refusal rf: one audit line (under the lock), BLOCK or FAIL as its
+ * reason says, then the reply.
  */
-static int
-conn_target_text(const struct eg_conn *c, char *buf, size_t len)
+static void
+conn_deny(struct eg_conn *c, enum eg_refusal rf,
+    const struct eg_refusal_arg *a)
 {
-	const uint8_t *p = (const uint8_t *)c->t.host.name;
-	size_t i, o = 0;
+	enum eg_reason r = eg_refusal_tab[rf].reason;
 
-	buf[0] = '\0';
-	if (c->t.host.len == 0)
-		return 0;
-	if (c->t.port != 0) {
-		snprintf(buf, len, "%s:%u", c->t.host.name, c->t.port);
-		return 1;
-	}
-	for (i = 0; i < c->t.host.len && o + 5 <= len; i++) {
-		if (p[i] > 0x20 && p[i] < 0x7f)
-			buf[o++] = (char)p[i];
-		else
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x",
-			    p[i]);
-	}
-	buf[o] = '\0';
-	return 1;
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_deny_locked(c, eg_reason_tab[r].fail ? EGRESS_EV_FAIL :
+	    EGRESS_EV_BLOCK, r);
+	pthread_rwlock_unlock(&c->ex->lock);
+	conn_refuse(c, rf, a);
 }
 
-/* A refused head: 400 or 431 (bad_request) or 408 (timeout). */
+/* A refused head (bad_request or timeout), naming the target if known;
+ * why: the parser's, for EG_RF_REQUEST and EG_RF_RELAY. */
 static void
-conn_bad(struct eg_conn *c, int status, const char *why)
+conn_bad(struct eg_conn *c, enum eg_refusal rf, const char *why)
 {
-	char body[512], t[EG_HOST_MAX + 64];	/* body fits the reply */
-	int has = conn_target_text(c, t, sizeof(t));
+	struct eg_refusal_arg a;
 
-	if (status == 408)
-		snprintf(body, sizeof(body), "egressd: request%s%s timed "
-		    "out: %s", has ? " for " : "", t, why);
-	else
-		snprintf(body, sizeof(body), "egressd: bad request%s%s: %s",
-		    has ? " for " : "", t, why);
-	conn_deny(c, EGRESS_EV_BLOCK, status == 408 ? EG_R_TIMEOUT :
-	    EG_R_BAD_REQUEST, status, body);
+	conn_rarg(c, &a);
+	a.why = why;
+	conn_deny(c, rf, &a);
 }
 
 /*
@@ -384,19 +389,14 @@ static void
 conn_policy_reply(struct eg_conn *c, enum eg_match m,
     const struct eg_phase *ph)
 {
-	char body[EG_HOST_MAX + EG_HINT_MAX + 256];
+	struct eg_refusal_arg a;
 
-	if (m == EG_MATCH_PORT_NOT_ALLOWED) {
-		snprintf(body, sizeof(body), "egressd: %s:%u is not allowed "
-		    "in phase %s (port %u is not allowed for this host)",
-		    c->t.host.name, c->t.port, ph->name, c->t.port);
-		conn_refuse(c, EG_R_PORT_NOT_ALLOWED, 403, body);
-		return;
-	}
-	snprintf(body, sizeof(body), "egressd: %s:%u is not allowed in "
-	    "phase %s%s%s", c->t.host.name, c->t.port, ph->name,
-	    ph->hint != NULL ? ": " : "", ph->hint != NULL ? ph->hint : "");
-	conn_refuse(c, EG_R_NOT_ALLOWED, 403, body);
+	conn_rarg(c, &a);
+	a.phase = ph->name;
+	a.hint = ph->hint;
+	a.num = c->t.port;
+	conn_refuse(c, m == EG_MATCH_PORT_NOT_ALLOWED ?
+	    EG_RF_PORT_NOT_ALLOWED : EG_RF_NOT_ALLOWED, &a);
 }
 
 /* --- budgets ------------------------------------------------------------- */
@@ -541,43 +541,26 @@ eg_conn_budget_check(struct eg_conn *c)
 	return -1;
 }
 
-/* "2G = " for a limit that is a whole number of K, M or G, else "". */
-static void
-budget_size_text(uint64_t v, char *buf, size_t len)
-{
-	static const char unit[] = "GMK";
-	unsigned i;
-
-	buf[0] = '\0';
-	for (i = 0; i < 3 && v != 0; i++) {
-		uint64_t u = (uint64_t)1 << (10 * (3 - i));
-
-		if (v % u == 0) {
-			snprintf(buf, len, "%llu%c = ",
-			    (unsigned long long)(v / u), unit[i]);
-			return;
-		}
-	}
-}
-
 /*
  * A request of a session whose budget is spent (caller holds the lock):
- * the BLOCK line, and the 429's body into body.  0 when nothing is
- * spent.  With count, an ALLOW is about to be written: it takes one of
- * budget_requests (exactly N are allowed).
+ * the BLOCK line, and the 429's body into body (len bytes); returns its
+ * refusal, EG_RF_COUNT when nothing is spent.  With count, an ALLOW is
+ * about to be written: it takes one of budget_requests (exactly N are
+ * allowed).
  */
-static int
+static enum eg_refusal
 conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
     size_t len)
 {
 	const struct eg_phase *ph = c->sess->phase;
 	struct eg_budget *b = &c->sess->bud;
+	struct eg_refusal_arg a;
+	enum eg_refusal rf;
 	unsigned k;
-	uint64_t n, lim;
-	char sz[32];
+	uint64_t n;
 
 	if (ph == NULL || ph->budget_has == 0)
-		return 0;
+		return EG_RF_COUNT;
 	k = budget_spent(ph, b);
 	if (k == 0 && count && (ph->budget_has & EG_BUDGET_REQ)) {
 		n = __atomic_add_fetch(&b->req, 1, __ATOMIC_RELAXED);
@@ -587,22 +570,23 @@ conn_budget_refused_locked(struct eg_conn *c, int count, char *body,
 		}
 	}
 	if (k == 0)
-		return 0;
+		return EG_RF_COUNT;
 	budget_note_spent(c->ex, b, k);
-	if (k & (EG_BUDGET_UP | EG_BUDGET_DOWN)) {
-		lim = k & EG_BUDGET_UP ? ph->budget_up : ph->budget_down;
-		budget_size_text(lim, sz, sizeof(sz));
-		snprintf(body, len, "egressd: %s:%u is refused: %s of phase %s "
-		    "is spent (limit %s%llu bytes)", c->t.host.name, c->t.port,
-		    k & EG_BUDGET_UP ? "budget_up" : "budget_down", ph->name,
-		    sz, (unsigned long long)lim);
-	} else
-		snprintf(body, len, "egressd: %s:%u is refused: "
-		    "budget_requests of phase %s is spent (limit %llu "
-		    "requests)", c->t.host.name, c->t.port, ph->name,
-		    (unsigned long long)ph->budget_requests);
+	conn_rarg(c, &a);
+	a.phase = ph->name;
+	if (k & EG_BUDGET_UP) {
+		rf = EG_RF_BUDGET_UP;
+		a.num = ph->budget_up;
+	} else if (k & EG_BUDGET_DOWN) {
+		rf = EG_RF_BUDGET_DOWN;
+		a.num = ph->budget_down;
+	} else {
+		rf = EG_RF_BUDGET_REQUESTS;
+		a.num = ph->budget_requests;
+	}
+	eg_refusal_body(body, len, rf, &a);
 	conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_BUDGET);
-	return 1;
+	return rf;
 }
 
 /*
@@ -638,6 +622,8 @@ static int
 conn_allow(struct eg_conn *c)
 {
 	struct eg_event ev;
+	struct eg_refusal_arg a;
+	enum eg_refusal rf;
 	enum eg_match m;
 	char body[EG_HOST_MAX + 256];
 
@@ -651,9 +637,10 @@ conn_allow(struct eg_conn *c)
 		conn_policy_reply(c, m, c->t.phase);
 		return -1;
 	}
-	if (conn_budget_refused_locked(c, 1, body, sizeof(body))) {
+	if ((rf = conn_budget_refused_locked(c, 1, body, sizeof(body))) !=
+	    EG_RF_COUNT) {
 		pthread_rwlock_unlock(&c->ex->lock);
-		conn_refuse(c, EG_R_BUDGET, 429, body);
+		conn_refuse_body(c, rf, body);
 		return -1;
 	}
 	conn_event(c, &ev, EGRESS_EV_ALLOW);
@@ -668,9 +655,8 @@ conn_allow(struct eg_conn *c)
 		 * before a byte reaches it */
 		conn_deny_locked(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED);
 		pthread_rwlock_unlock(&c->ex->lock);
-		snprintf(body, sizeof(body), "egressd: %s:%u is refused: the "
-		    "audit log is failing", c->t.host.name, c->t.port);
-		conn_refuse(c, EG_R_AUDIT_FAILED, 503, body);
+		conn_rarg(c, &a);
+		conn_refuse(c, EG_RF_AUDIT_FAILED, &a);
 		return -1;
 	}
 	conn_budget_lease_locked(c);
@@ -795,6 +781,7 @@ conn_do_relay(struct eg_conn *c)
 		struct cmsghdr	h;
 		char		b[CMSG_SPACE(4 * sizeof(int))];
 	} cb;
+	enum eg_refusal rf = EG_RF_RELAY;
 	const char *why;
 	size_t need;
 	socklen_t sl;
@@ -802,12 +789,12 @@ conn_do_relay(struct eg_conn *c)
 	int rc, v, fd;
 
 	if (r == NULL) {
-		conn_bad(c, 400, "egressd relay: out of memory");
+		conn_bad(c, EG_RF_RELAY_NOMEM, NULL);
 		return EG_IO_OK;
 	}
 	if ((id = eg_malloc(sizeof(*id))) == NULL) {
 		conn_relay_free(c);
-		conn_bad(c, 400, "egressd relay: out of memory");
+		conn_bad(c, EG_RF_RELAY_NOMEM, NULL);
 		return EG_IO_OK;
 	}
 	for (;;) {
@@ -842,7 +829,7 @@ conn_do_relay(struct eg_conn *c)
 				return EG_IO_CLOSED;
 			}
 			rc = -1;
-			why = "incomplete relay header";
+			rf = EG_RF_RELAY_INCOMPLETE;
 			break;
 		}
 		r->len += (size_t)n;
@@ -850,10 +837,10 @@ conn_do_relay(struct eg_conn *c)
 	fd = r->fd;
 	if (rc == 1 && r->extra) {
 		rc = -1;
-		why = "relay header: unexpected ancillary data";
+		rf = EG_RF_RELAY_ANCILLARY;
 	} else if (rc == 1 && fd == -1) {
 		rc = -1;
-		why = "relay header: no client socket passed";
+		rf = EG_RF_RELAY_NO_SOCKET;
 	} else if (rc == 1) {
 		sl = sizeof(v);
 		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &sl) == -1 ||
@@ -861,13 +848,13 @@ conn_do_relay(struct eg_conn *c)
 		    SOL_SOCKET, SO_DOMAIN, &v, &sl)) == -1 ||
 		    (v != AF_INET && v != AF_INET6)) {
 			rc = -1;
-			why = "relay header: the socket passed is not TCP";
+			rf = EG_RF_RELAY_NOT_TCP;
 		}
 	}
 	if (rc != 1) {
 		eg_free(id);
 		conn_relay_free(c);
-		conn_bad(c, 400, why);
+		conn_bad(c, rf, why);
 		return EG_IO_OK;
 	}
 	r->fd = -1;
@@ -921,7 +908,7 @@ conn_do_head(struct eg_conn *c)
 {
 	struct head *h = c->h;
 	enum eg_parse r;
-	const char *why = "malformed request";
+	const char *why = NULL;
 	size_t cap = h->cap, hl;	/* c->cfg may be newer than h */
 	ssize_t n;
 
@@ -936,8 +923,7 @@ conn_do_head(struct eg_conn *c)
 		    eg_relay_hdr_sig(h->buf, h->len)) {
 			if (h->len < EG_RLY_SIGLEN)
 				goto more;	/* not decided yet */
-			conn_bad(c, 400, "a PROXY protocol header is "
-			    "accepted only from egressd's own relay");
+			conn_bad(c, EG_RF_PROXY_HEADER, NULL);
 			return EG_IO_OK;
 		}
 		/* a TLS handshake record (0x16): no method begins so */
@@ -951,14 +937,14 @@ conn_do_head(struct eg_conn *c)
 				break;
 			if (r == EG_PARSE_BAD) {
 				conn_raw_target(c);
-				conn_bad(c, 400, "malformed request head");
+				conn_bad(c, EG_RF_HEAD_MALFORMED, NULL);
 				return EG_IO_OK;
 			}
 		}
 more:
 		if (h->len == cap) {
 			conn_raw_target(c);
-			conn_bad(c, 431, "request headers too large");
+			conn_bad(c, EG_RF_HEAD_TOO_LARGE, NULL);
 			return EG_IO_OK;
 		}
 		n = recv(c->cio.fd, h->buf + h->len, cap - h->len, 0);
@@ -975,7 +961,7 @@ more:
 			c->c_eof = 1;
 			if (h->len > 0) {
 				conn_raw_target(c);
-				conn_bad(c, 400, "incomplete request head");
+				conn_bad(c, EG_RF_HEAD_INCOMPLETE, NULL);
 				return EG_IO_OK;
 			}
 			eg_conn_close(c, EG_END_CLIENT_CLOSED);
@@ -987,12 +973,13 @@ more:
 	r = eg_req_parse(h->buf, hl, &h->req, &why);
 	if (r == EG_PARSE_TOOBIG) {
 		conn_bad_target(c);
-		conn_bad(c, 431, "too many request headers");
+		conn_bad(c, EG_RF_HEAD_TOO_MANY, NULL);
 		return EG_IO_OK;
 	}
 	if (r != EG_PARSE_OK) {
 		conn_bad_target(c);
-		conn_bad(c, 400, why ? why : "malformed request");
+		conn_bad(c, why != NULL ? EG_RF_REQUEST :
+		    EG_RF_REQUEST_MALFORMED, why);
 		return EG_IO_OK;
 	}
 	h->req.head_len = hl;
@@ -1002,7 +989,7 @@ more:
 	c->t.host = h->req.host;
 	c->t.port = h->req.port;
 	if (h->req.form == EG_REQ_ABSOLUTE && !c->cfg->plain_http) {
-		conn_bad(c, 400, "plain HTTP forwarding is disabled");
+		conn_bad(c, EG_RF_PLAIN_DISABLED, NULL);
 		return EG_IO_OK;
 	}
 	c->kept = 0;
@@ -1024,8 +1011,8 @@ static void
 conn_decide(struct eg_conn *c)
 {
 	struct eg_target *t = &c->t;
+	enum eg_refusal rf;
 	enum eg_match m;
-
 	char body[EG_HOST_MAX + 256];
 
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -1036,9 +1023,10 @@ conn_decide(struct eg_conn *c)
 		conn_policy_reply(c, m, t->phase);
 		return;
 	}
-	if (conn_budget_refused_locked(c, 0, body, sizeof(body))) {
+	if ((rf = conn_budget_refused_locked(c, 0, body, sizeof(body))) !=
+	    EG_RF_COUNT) {
 		pthread_rwlock_unlock(&c->ex->lock);
-		conn_refuse(c, EG_R_BUDGET, 429, body);
+		conn_refuse_body(c, rf, body);
 		return;
 	}
 	pthread_rwlock_unlock(&c->ex->lock);
@@ -1149,41 +1137,35 @@ conn_connect_next(struct eg_conn *c)
 static void
 conn_fail(struct eg_conn *c, enum eg_reason r)
 {
-	char body[512];
+	struct eg_refusal_arg a;
+	enum eg_refusal rf;
 
 	if (c->uio.fd != -1) {
 		eg_io_del(c->w->loop, &c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
+	conn_rarg(c, &a);
 	switch (r) {
 	case EG_R_DNS_FAILURE:
-		snprintf(body, sizeof(body), "egressd: %s:%u does not resolve "
-		    "(%s)", c->t.host.name, c->t.port, c->dns_reason);
-		conn_deny(c, EGRESS_EV_FAIL, r, 502, body);
+		rf = EG_RF_DNS_FAILURE;
+		a.why = c->dns_reason;
 		break;
 	case EG_R_CONNECT_TIMEOUT:
-		snprintf(body, sizeof(body), "egressd: no connection to %s:%u "
-		    "within %u s", c->t.host.name, c->t.port,
-		    c->cfg->connect_timeout_ms / 1000);
-		conn_deny(c, EGRESS_EV_FAIL, r, 504, body);
+		rf = EG_RF_CONNECT_TIMEOUT;
+		a.num = c->cfg->connect_timeout_ms / 1000;
 		break;
 	case EG_R_PRIVATE_ADDRESS:
-		snprintf(body, sizeof(body), "egressd: %s:%u resolves only to "
-		    "non-public addresses", c->t.host.name, c->t.port);
-		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
+		rf = EG_RF_PRIVATE_ADDRESS;
 		break;
 	case EG_R_LOOP:
-		snprintf(body, sizeof(body), "egressd: %s:%u is egressd "
-		    "itself", c->t.host.name, c->t.port);
-		conn_deny(c, EGRESS_EV_BLOCK, r, 403, body);
+		rf = EG_RF_LOOP;
 		break;
 	default:
-		snprintf(body, sizeof(body), "egressd: cannot connect to "
-		    "%s:%u", c->t.host.name, c->t.port);
-		conn_deny(c, EGRESS_EV_FAIL, EG_R_CONNECT_FAILED, 502, body);
+		rf = EG_RF_CONNECT_FAILED;
 		break;
 	}
+	conn_deny(c, rf, &a);
 }
 
 static void	conn_connected(struct eg_conn *);
@@ -1658,7 +1640,7 @@ conn_timeout(void *arg)
 			return;
 		}
 		conn_raw_target(c);
-		conn_bad(c, 408, "request headers not received in time");
+		conn_bad(c, EG_RF_HEAD_TIMEOUT, NULL);
 		break;
 	case EG_CS_CONNECTING:
 		if (c->allowed) {	/* a plain-HTTP retry */
@@ -1706,21 +1688,7 @@ conn_timeout(void *arg)
 static void
 conn_client_text(struct eg_conn *c, const struct sockaddr *sa)
 {
-	char a[INET6_ADDRSTRLEN];
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		snprintf(c->client, sizeof(c->client), "%s:%u", a,
-		    ntohs(s4->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		snprintf(c->client, sizeof(c->client), "[%s]:%u", a,
-		    ntohs(s6->sin6_port));
-	} else
+	if (eg_addr_text(sa, c->client, sizeof(c->client)) == -1)
 		snprintf(c->client, sizeof(c->client), "%s",
 		    c->ex->unix_client);
 }
@@ -1752,8 +1720,7 @@ conn_refuse_nomem(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	ev.phase = ls->sess->phase;
 	eg_emit(w->ex, &ev);
 	pthread_rwlock_unlock(&w->ex->lock);
-	n = eg_refusal_reply(reply, sizeof(reply), EG_R_TOO_MANY, 503,
-	    "egressd: out of memory");
+	n = eg_refusal_write(reply, sizeof(reply), EG_RF_NOMEM, NULL);
 	(void)send(fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
 	close(fd);
@@ -1825,8 +1792,7 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	if (c->h == NULL) {
 		/* refused before any decision (from EG_CS_NEW: no
 		 * header_timeout was armed) */
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
-		    "egressd: out of memory");
+		conn_deny(c, EG_RF_NOMEM, NULL);
 		conn_step(c);
 		return;
 	}
@@ -1839,15 +1805,13 @@ eg_conn_accept(struct eg_worker *w, struct eg_lsock *ls, int fd,
 	 */
 	if (active > c->cfg->max_connections || (ex->fd_limit > 0 &&
 	    (unsigned)fd + EG_FD_RESERVE >= ex->fd_limit)) {
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
-		    "egressd: too many connections");
+		conn_deny(c, EG_RF_TOO_MANY, NULL);
 		conn_step(c);
 		return;
 	}
 	if (eg_client_acquire(ex, sa, c->cfg->max_connections_per_client)
 	    == -1) {
-		conn_deny(c, EGRESS_EV_BLOCK, EG_R_TOO_MANY, 503,
-		    "egressd: too many connections from this client");
+		conn_deny(c, EG_RF_TOO_MANY_CLIENT, NULL);
 		conn_step(c);
 		return;
 	}
@@ -1906,17 +1870,16 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 unsigned
 eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 {
+	struct eg_refusal_arg a;
 	struct eg_conn *c;
 	unsigned n = 0;
-	char body[512];
 
 	while ((c = sess->wconns[w->idx]) != NULL) {
 		if (!c->decided && (c->state == EG_CS_RESOLVING ||
 		    c->state == EG_CS_CONNECTING)) {
-			snprintf(body, sizeof(body), "egressd: %s:%u not "
-			    "reached: session %s was closed",
-			    c->t.host.name, c->t.port, sess->name);
-			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
+			conn_rarg(c, &a);
+			a.session = sess->name;
+			conn_deny(c, EG_RF_SESSION_CLOSED, &a);
 			(void)eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
 		if (c->allowed)
@@ -1933,16 +1896,14 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 void
 eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 {
+	struct eg_refusal_arg a;
 	struct eg_conn *c;
-	char body[512];
 
 	while ((c = w->conns) != NULL) {
 		if (!c->decided && (c->state == EG_CS_RESOLVING ||
 		    c->state == EG_CS_CONNECTING)) {
-			snprintf(body, sizeof(body), "egressd: %s:%u not "
-			    "reached: egressd is shutting down",
-			    c->t.host.name, c->t.port);
-			conn_deny(c, EGRESS_EV_FAIL, EG_R_SHUTDOWN, 503, body);
+			conn_rarg(c, &a);
+			conn_deny(c, EG_RF_SHUTDOWN, &a);
 			eg_pend_flush(c, &c->u2c, c->cio.fd);
 		}
 		eg_conn_close(c, why);
@@ -1952,19 +1913,48 @@ eg_conn_close_all(struct eg_worker *w, enum eg_end why)
 
 /* --- for route.c ------------------------------------------------------------ */
 
-/* The refusal every request gets (conn_refuse()'s reply and linger). */
+/* The arguments of a refusal naming c's target ({target}). */
+void
+eg_conn_refusal_arg(const struct eg_conn *c, struct eg_refusal_arg *a)
+{
+	conn_rarg(c, a);
+}
+
+/* Refusal rf: its audit line, then its reply and linger (conn_deny()). */
+void
+eg_conn_deny_rf(struct eg_conn *c, enum eg_refusal rf,
+    const struct eg_refusal_arg *a)
+{
+	conn_deny(c, rf, a);
+}
+
+/* Its reply and linger only: the audit line is written (conn_refuse()). */
+void
+eg_conn_refuse_rf(struct eg_conn *c, enum eg_refusal rf,
+    const struct eg_refusal_arg *a)
+{
+	conn_refuse(c, rf, a);
+}
+
+/*
+ * The same with a body written by the caller: route.c's until it names
+ * its refusals (then these two go).
+ */
 void
 eg_conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
     const char *body)
 {
-	conn_refuse(c, r, status, body);
+	conn_reply_refusal(c, r, status, body);
 }
 
 void
 eg_conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
     int status, const char *body)
 {
-	conn_deny(c, t, r, status, body);
+	pthread_rwlock_rdlock(&c->ex->lock);
+	conn_deny_locked(c, t, r);
+	pthread_rwlock_unlock(&c->ex->lock);
+	conn_reply_refusal(c, r, status, body);
 }
 
 void
@@ -1976,7 +1966,7 @@ eg_conn_fail(struct eg_conn *c, enum eg_reason r)
 int
 eg_conn_budget_refused_locked(struct eg_conn *c, char *body, size_t len)
 {
-	return conn_budget_refused_locked(c, 1, body, len);
+	return conn_budget_refused_locked(c, 1, body, len) != EG_RF_COUNT;
 }
 
 void

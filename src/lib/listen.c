@@ -244,10 +244,30 @@ listen_skipped(const struct egress *ex, const struct eg_listen *l)
 }
 
 int
+eg_addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		return snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		return snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
+	}
+	return -1;
+}
+
+int
 eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err)
 {
 	struct sockaddr_un *sun = (struct sockaddr_un *)(void *)&ls->ss;
-	char addr[INET6_ADDRSTRLEN], text[sizeof(sun->sun_path) + 16];
+	char text[sizeof(sun->sun_path) + 16];
 	int type = 0, acc = 0, fl, one = 1;
 	socklen_t len;
 	size_t plen;
@@ -269,17 +289,9 @@ eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err)
 		    "%s", fd, strerror(errno));
 	switch (ls->ss.ss_family) {
 	case AF_INET:
-		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)
-		    &ls->ss)->sin_addr, addr, sizeof(addr));
-		snprintf(text, sizeof(text), "%s:%u", addr, ntohs(
-		    ((struct sockaddr_in *)(void *)&ls->ss)->sin_port));
-		ls->kind = EG_LISTEN_TCP;
-		break;
 	case AF_INET6:
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)
-		    &ls->ss)->sin6_addr, addr, sizeof(addr));
-		snprintf(text, sizeof(text), "[%s]:%u", addr, ntohs(
-		    ((struct sockaddr_in6 *)(void *)&ls->ss)->sin6_port));
+		(void)eg_addr_text((const struct sockaddr *)&ls->ss, text,
+		    sizeof(text));
 		ls->kind = EG_LISTEN_TCP;
 		break;
 	case AF_UNIX:

@@ -1,12 +1,14 @@
 /*
  * listen.h: binding listening sockets: the proxy's TCP and Unix
  * listeners (struct eg_lsock, proxy.h) and the one Unix-socket binder
- * that the admin API uses too.  Private to libegress.
+ * that the admin API uses too, and the text of a TCP address.  Private
+ * to libegress.
  */
 #ifndef EG_LISTEN_H
 #define EG_LISTEN_H
 
 #include <sys/types.h>
+#include <sys/socket.h>
 
 #include "err.h"
 
@@ -61,6 +63,12 @@ int	eg_listen_rebind(struct egress *, const struct eg_cfg *,
  * the fd is made non-blocking and close-on-exec.  0, or -1 with err.
  */
 int	eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err);
+/*
+ * A TCP address as text into buf (len bytes): "192.0.2.1:80" or
+ * "[2001:db8::1]:80".  Returns snprintf()'s count (len or more: cut), or
+ * -1 for another family (buf untouched).
+ */
+int	eg_addr_text(const struct sockaddr *sa, char *buf, size_t len);
 /* Close every adopted descriptor (egress_free()). */
 void	eg_listen_adopt_free(struct egress *);
 

@@ -281,6 +281,28 @@ out_head(struct eg_buf *o, const char *name, const char *type,
 	eg_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric of one sample without labels: HELP, TYPE and the value. */
+static void
+out_one(struct eg_buf *o, const char *name, const char *type,
+    const char *help, uint64_t v)
+{
+	out_head(o, name, type, help);
+	eg_buf_printf(o, "%s %llu\n", name, (unsigned long long)v);
+}
+
+/* A counter of two samples, one label's two values a and b. */
+static void
+out_two(struct eg_buf *o, const char *name, const char *help,
+    const char *label, const char *a, uint64_t va, const char *b,
+    uint64_t vb)
+{
+	out_head(o, name, "counter", help);
+	eg_buf_printf(o, "%s{%s=\"%s\"} %llu\n", name, label, a,
+	    (unsigned long long)va);
+	eg_buf_printf(o, "%s{%s=\"%s\"} %llu\n", name, label, b,
+	    (unsigned long long)vb);
+}
+
 /* Seconds with microsecond precision, as the format's float. */
 static void
 out_seconds(struct eg_buf *o, uint64_t us)
@@ -363,26 +385,19 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 			}
 	pthread_mutex_unlock(&m->mtx);
 
-	out_head(o, "egressd_connections_active", "gauge",
-	    "Client connections open now.");
-	eg_buf_printf(o, "egressd_connections_active %llu\n",
-	    (unsigned long long)(g ? g->active : 0));
-	out_head(o, "egressd_connections_max", "gauge",
-	    "The max_connections limit (client connections at once).");
-	eg_buf_printf(o, "egressd_connections_max %llu\n",
-	    (unsigned long long)(g ? g->max_connections : 0));
-	out_head(o, "egressd_connections_total", "counter",
-	    "Client connections accepted since start.");
-	eg_buf_printf(o, "egressd_connections_total %llu\n",
-	    (unsigned long long)(g ? g->total : 0));
+	out_one(o, "egressd_connections_active", "gauge",
+	    "Client connections open now.", g ? g->active : 0);
+	out_one(o, "egressd_connections_max", "gauge",
+	    "The max_connections limit (client connections at once).",
+	    g ? g->max_connections : 0);
+	out_one(o, "egressd_connections_total", "counter",
+	    "Client connections accepted since start.",
+	    g ? g->total : 0);
 
-	out_head(o, "egressd_bytes_total", "counter",
+	out_two(o, "egressd_bytes_total",
 	    "Tunnelled bytes of ended connections, up (client to upstream) "
-	    "and down.");
-	eg_buf_printf(o, "egressd_bytes_total{direction=\"up\"} %llu\n",
-	    (unsigned long long)load64(&m->bytes_up));
-	eg_buf_printf(o, "egressd_bytes_total{direction=\"down\"} %llu\n",
-	    (unsigned long long)load64(&m->bytes_down));
+	    "and down.", "direction", "up", load64(&m->bytes_up), "down",
+	    load64(&m->bytes_down));
 
 	out_head(o, "egressd_tunnels_closed_total", "counter",
 	    "CLOSE events by end reason.");
@@ -417,53 +432,38 @@ eg_metrics_render(struct eg_metrics *m, const struct eg_metrics_gauges *g,
 	    "Route requests, from ALLOW to the end of the response.",
 	    &m->hist[EG_HIST_ROUTE]);
 
-	out_head(o, "egressd_phase_switches_total", "counter",
-	    "Phase switches (PHASE audit events).");
-	eg_buf_printf(o, "egressd_phase_switches_total %llu\n",
-	    (unsigned long long)load64(&m->phase_switches));
-	out_head(o, "egressd_budget_exhausted_total", "counter",
+	out_one(o, "egressd_phase_switches_total", "counter",
+	    "Phase switches (PHASE audit events).", load64(&m->phase_switches));
+	out_one(o, "egressd_budget_exhausted_total", "counter",
 	    "Budgets spent: a session's up, down or requests budget of its "
-	    "phase, counted once each time the count crosses the limit.");
-	eg_buf_printf(o, "egressd_budget_exhausted_total %llu\n",
-	    (unsigned long long)load64(&m->budget_exhausted));
-	out_head(o, "egressd_reloads_total", "counter",
-	    "Configuration reloads by result.");
-	eg_buf_printf(o, "egressd_reloads_total{result=\"ok\"} %llu\n",
-	    (unsigned long long)load64(&m->reloads_ok));
-	eg_buf_printf(o, "egressd_reloads_total{result=\"error\"} %llu\n",
-	    (unsigned long long)load64(&m->reloads_err));
+	    "phase, counted once each time the count crosses the limit.",
+	    load64(&m->budget_exhausted));
+	out_two(o, "egressd_reloads_total",
+	    "Configuration reloads by result.", "result", "ok",
+	    load64(&m->reloads_ok), "error", load64(&m->reloads_err));
 
-	out_head(o, "egressd_audit_write_errors_total", "counter",
+	out_one(o, "egressd_audit_write_errors_total", "counter",
 	    "Audit lines that could not be written (an ALLOW among them is "
-	    "refused with 503).");
-	eg_buf_printf(o, "egressd_audit_write_errors_total %llu\n",
-	    (unsigned long long)(g ? g->audit_write_errors : 0));
+	    "refused with 503).",
+	    g ? g->audit_write_errors : 0);
 
 	out_head(o, "egressd_phase_info", "gauge",
 	    "The current phase (value always 1).");
 	eg_buf_str(o, "egressd_phase_info{phase=\"");
 	out_label(o, g != NULL && g->phase != NULL ? g->phase : "");
 	eg_buf_str(o, "\"} 1\n");
-	out_head(o, "egressd_sessions", "gauge",
-	    "Sessions open now, not counting the default one.");
-	eg_buf_printf(o, "egressd_sessions %llu\n",
-	    (unsigned long long)(g ? g->sessions : 0));
-	out_head(o, "egressd_uptime_seconds", "gauge",
-	    "Seconds since the proxy started.");
-	eg_buf_printf(o, "egressd_uptime_seconds %llu\n",
-	    (unsigned long long)(g ? g->uptime_s : 0));
+	out_one(o, "egressd_sessions", "gauge",
+	    "Sessions open now, not counting the default one.",
+	    g ? g->sessions : 0);
+	out_one(o, "egressd_uptime_seconds", "gauge",
+	    "Seconds since the proxy started.", g ? g->uptime_s : 0);
 	/* the names every Prometheus client library uses for these */
-	if (g != NULL && g->open_fds >= 0) {
-		out_head(o, "process_open_fds", "gauge",
-		    "Number of open file descriptors.");
-		eg_buf_printf(o, "process_open_fds %lld\n",
-		    (long long)g->open_fds);
-	}
-	if (g != NULL && g->max_fds > 0) {
-		out_head(o, "process_max_fds", "gauge",
-		    "Maximum number of open file descriptors.");
-		eg_buf_printf(o, "process_max_fds %llu\n",
-		    (unsigned long long)g->max_fds);
-	}
+	if (g != NULL && g->open_fds >= 0)
+		out_one(o, "process_open_fds", "gauge",
+		    "Number of open file descriptors.",
+		    (uint64_t)g->open_fds);
+	if (g != NULL && g->max_fds > 0)
+		out_one(o, "process_max_fds", "gauge",
+		    "Maximum number of open file descriptors.", g->max_fds);
 	return eg_buf_failed(o) ? -1 : 0;
 }

@@ -810,9 +810,11 @@ eg_chunk_feed(struct eg_chunk *ck, const uint8_t *p, size_t n, int *done)
 			else if (!is_ows(c))
 				goto fail;
 			break;
-		case CS_EXT:
+		case CS_EXT:		/* the rest of a line: visible bytes */
+		case CS_TRL:
 			if (c == '\r') {
-				ck->state = CS_SIZE_LF;
+				ck->state = ck->state == CS_EXT ? CS_SIZE_LF :
+				    CS_TRL_LF;
 				break;
 			}
 			ck->linelen++;
@@ -846,15 +848,6 @@ eg_chunk_feed(struct eg_chunk *ck, const uint8_t *p, size_t n, int *done)
 				goto fail;
 			ck->linelen = 1;
 			ck->state = CS_TRL;
-			break;
-		case CS_TRL:
-			if (c == '\r') {
-				ck->state = CS_TRL_LF;
-				break;
-			}
-			ck->linelen++;
-			if (!is_vbyte(c) || ck->linelen > CHUNK_LINE_MAX)
-				goto fail;
 			break;
 		case CS_TRL_LF:
 			if (c != '\n')

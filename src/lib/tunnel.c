@@ -343,6 +343,36 @@ out:
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
+/* Client to upstream (up), or upstream to client. */
+static struct eg_io_res
+pump_dir(struct eg_conn *c, int up)
+{
+	if (up)
+		return pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof,
+		    c->u_eof, &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED,
+		    EG_END_UPSTREAM_CLOSED);
+	return pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
+	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
+	    EG_END_CLIENT_CLOSED);
+}
+
+/*
+ * After a pump: -1 when the connection is closed, at the end r says or
+ * by a byte budget now spent; else 0.  One comparison per event: the
+ * budgets' bytes fold in per lease.
+ */
+static int
+pumped(struct eg_conn *c, struct eg_io_res r)
+{
+	if (r.st != EG_IO_AGAIN) {
+		eg_conn_close(c, r.end);
+		return -1;
+	}
+	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		return -1;
+	return 0;
+}
+
 /*
  * After the first EOF of a tunnel (passed on to the other side): it is
  * half-open from now on, and the other side has fin_timeout of silence
@@ -369,18 +399,10 @@ eg_tunnel_do(struct eg_conn *c)
 {
 	struct eg_io_res r;
 
-	r = pump(c, c->cio.fd, c->uio.fd, &c->c2u, &c->c_eof, c->u_eof,
-	    &c->u_wshut, &c->up, EG_END_CLIENT_CLOSED, EG_END_UPSTREAM_CLOSED);
+	r = pump_dir(c, 1);
 	if (r.st == EG_IO_AGAIN)
-		r = pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
-		    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-		    EG_END_CLIENT_CLOSED);
-	if (r.st != EG_IO_AGAIN) {
-		eg_conn_close(c, r.end);
-		return EG_IO_CLOSED;
-	}
-	/* one comparison per event: the budgets' bytes fold in per lease */
-	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+		r = pump_dir(c, 0);
+	if (pumped(c, r) == -1)
 		return EG_IO_CLOSED;
 	if (c->end == EG_END_NONE && (c->c_eof || c->u_eof))
 		c->end = c->c_eof ? EG_END_CLIENT_CLOSED :
@@ -408,14 +430,8 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	size_t nlen = 0, held;
 	ssize_t n;
 
-	io = pump(c, c->uio.fd, c->cio.fd, &c->u2c, &c->u_eof, c->c_eof,
-	    &c->c_wshut, &c->down, EG_END_UPSTREAM_CLOSED,
-	    EG_END_CLIENT_CLOSED);
-	if (io.st != EG_IO_AGAIN) {
-		eg_conn_close(c, io.end);
-		return EG_IO_CLOSED;
-	}
-	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)
+	io = pump_dir(c, 0);
+	if (pumped(c, io) == -1)
 		return EG_IO_CLOSED;
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */

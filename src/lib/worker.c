@@ -287,6 +287,20 @@ own_cmd(void *arg)
 }
 
 /*
+ * Run fn(arg) on w's loop thread and wait for it; here, on this thread,
+ * while the loops do not run.  A loop that has ended runs nothing.
+ */
+static void
+worker_call(struct egress *ex, struct eg_worker *w, eg_cmd_fn *fn,
+    void *arg)
+{
+	if (eg_running(ex))
+		(void)eg_loop_call(w->loop, fn, arg);
+	else
+		fn(arg);
+}
+
+/*
  * Publish own (taking over the caller's reference): every worker swaps
  * its snapshot on its own loop thread, between events, so a decision in
  * progress keeps the one it started with (it holds a reference).
@@ -300,10 +314,7 @@ eg_own_publish(struct egress *ex, struct eg_ownaddr *own)
 	for (i = 0; i < ex->nw; i++) {
 		s.w = &ex->w[i];
 		s.own = own;
-		if (eg_running(ex))
-			eg_loop_call(ex->w[i].loop, own_cmd, &s);
-		else
-			own_cmd(&s);
+		worker_call(ex, &ex->w[i], own_cmd, &s);
 	}
 	eg_ownaddr_unref(ex->own);
 	ex->own = own;
@@ -470,10 +481,7 @@ eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
 		r.why = why;
 		r.close = ex->cfg->close_on_phase_change;
 		r.closed = 0;
-		if (eg_running(ex))
-			eg_loop_call(ex->w[i].loop, recheck_cmd, &r);
-		else
-			recheck_cmd(&r);
+		worker_call(ex, &ex->w[i], recheck_cmd, &r);
 		n += r.closed;
 	}
 	return n;
@@ -538,13 +546,8 @@ eg_workers_reconfigure(struct egress *ex)
 	size_t i;
 
 	for (i = 0; i < ex->nw; i++) {
-		if (eg_running(ex)) {
-			eg_loop_call(ex->w[i].loop, relisten_cmd, &ex->w[i]);
-			eg_loop_call(ex->w[i].loop, cfg_cmd, &ex->w[i]);
-		} else {
-			relisten_cmd(&ex->w[i]);
-			cfg_cmd(&ex->w[i]);
-		}
+		worker_call(ex, &ex->w[i], relisten_cmd, &ex->w[i]);
+		worker_call(ex, &ex->w[i], cfg_cmd, &ex->w[i]);
 	}
 }
 
@@ -607,11 +610,8 @@ eg_workers_session(struct egress *ex, struct eg_session *s, int on)
 		c.w = &ex->w[i];
 		c.s = s;
 		c.on = on;
-		c.closed = 0;
-		if (!eg_running(ex))
-			sess_cmd(&c);
-		else if (eg_loop_call(ex->w[i].loop, sess_cmd, &c) == -1)
-			continue;	/* that loop has ended */
+		c.closed = 0;	/* stays 0 if that loop has ended */
+		worker_call(ex, &ex->w[i], sess_cmd, &c);
 		n += c.closed;
 	}
 	return n;
