@@ -86,6 +86,19 @@ struct eg_rt {
 #define UPOOL_ROUTE	32
 #define UPOOL_MAX	64
 
+/*
+ * A request's state (struct eg_rt with its response head buffer,
+ * max_header_bytes) is kept for the worker's next request when it ends:
+ * allocating and zeroing it per request cost a page fault or two and, when
+ * a burst of them was freed at once, the allocator's madvise(2).  As many
+ * as the pool keeps upstream connections (one per concurrent client).
+ */
+#ifdef __SANITIZE_ADDRESS__
+#define RT_SPARE	0		/* ASan sees every use after free */
+#else
+#define RT_SPARE	UPOOL_ROUTE
+#endif
+
 struct upent {
 	struct upent		*next;		/* newest first */
 	int			 fd;
@@ -96,12 +109,65 @@ struct upent {
 	char			 addr[sizeof(((struct eg_target *)0)->addr)];
 };
 
+static void	routepool_tick(void *);
+
 struct routepool {
 	struct eg_worker	*w;
 	struct upent		*head;
 	unsigned		 n;
 	struct eg_timer		 tmo;
+	struct eg_rt		*spare[RT_SPARE + 1];	/* ended requests' */
+	unsigned		 nspare;
 };
+
+static struct routepool *
+routepool_get(struct eg_worker *w)
+{
+	struct routepool *up = w->routepool;
+
+	if (up == NULL) {
+		if ((up = eg_calloc(1, sizeof(*up))) == NULL)
+			return NULL;
+		up->w = w;
+		eg_timer_init(&up->tmo, routepool_tick, up);
+		w->routepool = up;
+	}
+	return up;
+}
+
+/* A request's state, zeroed but for the head buffer (rcap bytes). */
+static struct eg_rt *
+rt_new(struct eg_worker *w, size_t rcap)
+{
+	struct routepool *up = routepool_get(w);
+	struct eg_rt *rt;
+
+	if (up != NULL && up->nspare > 0 &&
+	    up->spare[up->nspare - 1]->rcap == rcap)
+		rt = up->spare[--up->nspare];
+	else if ((rt = eg_malloc(sizeof(*rt) + rcap)) == NULL)
+		return NULL;
+	memset(rt, 0, sizeof(*rt));
+	rt->rcap = rcap;
+	return rt;
+}
+
+/* The request is over: its state is kept for the next one, or freed. */
+static void
+rt_free(struct eg_worker *w, struct eg_rt *rt)
+{
+	struct routepool *up = w->routepool;
+
+	if (rt == NULL)
+		return;
+	eg_free(rt->path);
+	rt->path = NULL;
+	if (up == NULL || up->nspare + 1 > RT_SPARE) {	/* (0 under ASan) */
+		eg_free(rt);
+		return;
+	}
+	up->spare[up->nspare++] = rt;
+}
 
 static void
 upent_free(struct upent *e)
@@ -165,6 +231,8 @@ eg_route_pool_drain(struct eg_worker *w)
 		up->head = e->next;
 		upent_free(e);
 	}
+	while (up->nspare > 0)
+		eg_free(up->spare[--up->nspare]);
 	eg_free(up);
 	w->routepool = NULL;
 }
@@ -178,13 +246,8 @@ up_park(struct eg_conn *c)
 	struct upent *e, **pp, **oldest = NULL;
 	unsigned same = 0;
 
-	if (up == NULL) {
-		if ((up = eg_calloc(1, sizeof(*up))) == NULL)
-			return;
-		up->w = w;
-		eg_timer_init(&up->tmo, routepool_tick, up);
-		w->routepool = up;
-	}
+	if ((up = routepool_get(w)) == NULL)
+		return;
 	if ((e = eg_calloc(1, sizeof(*e))) == NULL)
 		return;
 	/* full: the oldest of the route, else the oldest of all, goes */
@@ -308,11 +371,8 @@ up_alive(struct eg_conn *c)
 void
 eg_route_free(struct eg_conn *c)
 {
-	if (c->rt != NULL) {
-		eg_free(c->rt->path);
-		eg_free(c->rt);
-		c->rt = NULL;
-	}
+	rt_free(c->w, c->rt);
+	c->rt = NULL;
 	eg_tls_free(c->tls);
 	c->tls = NULL;
 	c->uroute = NULL;
@@ -469,17 +529,13 @@ eg_route_head(struct eg_conn *c)
 	}
 	e = tg + q->path_len;
 	eg_route_split(tg, (size_t)(e - tg), &nl, &pl);
-	rt = eg_calloc(1, sizeof(*rt) + c->cfg->max_header_bytes);
+	rt = rt_new(c->w, c->cfg->max_header_bytes);
 	if (rt == NULL) {
 		eg_conn_close(c, EG_END_ERROR);
 		return 1;
 	}
-	if (c->rt != NULL) {
-		eg_free(c->rt->path);
-		eg_free(c->rt);
-	}
+	rt_free(c->w, c->rt);
 	c->rt = rt;
-	rt->rcap = c->cfg->max_header_bytes;
 	esc_name(tg + 1, nl > EG_ROUTE_NAME_MAX ? EG_ROUTE_NAME_MAX + 1 : nl,
 	    rt->name, sizeof(rt->name));
 	rt->rest_off = q->path_off + 1 + nl;
@@ -1099,8 +1155,7 @@ route_done(struct eg_conn *c)
 	eg_conn_reset_for_next(c);
 	if (fd != -1)
 		eg_io_set_fd(&c->uio, fd);
-	eg_free(rt->path);
-	eg_free(rt);
+	rt_free(c->w, rt);
 	c->rt = NULL;
 	if (c->state != EG_CS_HEAD)
 		return EG_IO_CLOSED;
