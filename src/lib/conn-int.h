@@ -87,11 +87,18 @@ struct head {
 	uint8_t		 buf[];		/* max_header_bytes */
 };
 
+/* A request body on its way upstream (forward.c's relay, routes' too). */
+struct eg_body {
+	int64_t		 left;		/* Content-Length bytes still to send
+					   (-1: chunked) */
+	struct eg_chunk	 chunk;
+	int		 chunked, done;
+	uint64_t	 bytes;		/* relayed so far */
+};
+
 /* Plain-HTTP response framing, for one forwarded request. */
 struct fwd {
-	int64_t		 req_left;	/* request body bytes still to send */
-	struct eg_chunk	 req_chunk;
-	int		 req_chunked, req_done;
+	struct eg_body	 req;
 	int		 resp_head_done, resp_done, resp_eof_delim;
 	int64_t		 resp_left;
 	struct eg_chunk	 resp_chunk;
@@ -259,5 +266,15 @@ void	eg_route_release(struct eg_conn *);
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);
 enum eg_io_st eg_forward_do(struct eg_conn *);
+/* A flush's result as a relay step's: OK (go on), AGAIN, or ERR with end. */
+struct eg_io_res eg_flush_res(enum eg_io_st, enum eg_end);
+/* The request body's framing, and its bytes read with the head queued on
+ * c2u (room reserved); -1: a bad chunk. */
+int	eg_body_begin(struct eg_conn *, struct eg_body *);
+/* The rest of the body from the client, through flush (its failure: the
+ * end flush_end); a body over limit: ERR with EG_END_NONE. */
+struct eg_io_res eg_body_pump(struct eg_conn *, struct eg_body *,
+	    uint64_t limit, enum eg_io_st (*flush)(struct eg_conn *),
+	    enum eg_end flush_end);
 
 #endif

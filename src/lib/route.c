@@ -53,11 +53,7 @@ struct eg_rt {
 	int			 started;	/* ALLOW written, request out */
 	int			 sent_resp;	/* response bytes went out */
 	uint64_t		 t_us;		/* eg_clock_us() at ALLOW */
-	/* the request body */
-	int64_t			 req_left;
-	struct eg_chunk		 req_chunk;
-	int			 req_chunked, req_done;
-	uint64_t		 req_bytes;
+	struct eg_body		 req;		/* the request body */
 	/* the response */
 	int			 resp_head_done, resp_done, resp_eof_delim;
 	int			 resp_chunked, is_head, keepalive, up_keepalive;
@@ -748,10 +744,8 @@ route_start(struct eg_conn *c)
 	struct eg_req *q = &h->req;
 	struct eg_event ev;
 	char *out = (char *)c->w->scratch, body[512];
-	size_t extra;
-	ssize_t n, k;
-	int64_t nb;
-	int done = 0, ok;
+	ssize_t n;
+	int ok;
 
 	rt->handshaking = 0;
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -802,8 +796,8 @@ route_start(struct eg_conn *c)
 	eg_meter_init(&rt->meter, rt->route->meter, 0);
 	n = eg_route_upstream_head(rt->route, h->buf, q, rt->rest_off,
 	    rt->rest_len, out, sizeof(c->w->scratch));
-	extra = h->len - q->head_len;
-	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
+	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + h->len -
+	    q->head_len) == -1 ||
 	    eg_pend_append(c, &c->c2u, out, (size_t)n) == -1) {
 		explicit_bzero(out, sizeof(c->w->scratch));
 		eg_conn_close(c, EG_END_ERROR);
@@ -811,42 +805,10 @@ route_start(struct eg_conn *c)
 	}
 	/* the scratch held the credential: not left there */
 	explicit_bzero(out, (size_t)n);
-	if (q->chunked) {
-		rt->req_chunked = 1;
-		eg_chunk_init(&rt->req_chunk);
-		rt->req_left = -1;
-	} else
-		rt->req_left = q->content_length > 0 ? q->content_length : 0;
-	nb = 0;
-	if (extra > 0 && (rt->req_chunked || rt->req_left > 0)) {
-		if (rt->req_chunked) {
-			k = eg_chunk_feed(&rt->req_chunk,
-			    h->buf + q->head_len, extra, &done);
-			if (k < 0) {
-				eg_conn_close(c, EG_END_ERROR);
-				return;
-			}
-			nb = k;
-			rt->req_done = done;
-		} else {
-			nb = (int64_t)extra < rt->req_left ? (int64_t)extra :
-			    rt->req_left;
-			rt->req_left -= nb;
-		}
-		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
-		    (size_t)nb) == -1) {
-			eg_conn_close(c, EG_END_ERROR);
-			return;
-		}
-		c->up += (uint64_t)nb;
-		rt->req_bytes += (uint64_t)nb;
+	if (eg_body_begin(c, &rt->req) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
+		return;
 	}
-	if (!rt->req_chunked && rt->req_left == 0)
-		rt->req_done = 1;
-	/* what follows (a pipelined request) moves to the buffer's start */
-	memmove(h->buf, h->buf + q->head_len + nb, extra - (size_t)nb);
-	h->len = extra - (size_t)nb;
-	h->scan = 0;
 	c->last = eg_loop_now(c->w->loop);
 	if (c->state == EG_CS_ROUTE)
 		eg_conn_set_state(c, EG_CS_ROUTE);	/* the idle timer now */
@@ -857,92 +819,23 @@ route_start(struct eg_conn *c)
 /* --- the relay ------------------------------------------------------------------ */
 
 static struct eg_io_res
-route_request(struct eg_conn *c)
-{
-	struct eg_rt *rt = c->rt;
-	uint8_t *s = c->w->scratch;
-	enum eg_io_st st;
-	ssize_t n, k;
-	int done = 0;
-
-	switch (up_flush(c)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
-	}
-	while (!rt->req_done) {
-		size_t want = TUNBUF;
-
-		if (!rt->req_chunked && (uint64_t)rt->req_left < want)
-			want = (size_t)rt->req_left;
-		if (rt->req_chunked && c->h->cap < want)
-			want = c->h->cap;
-		n = recv(c->cio.fd, s, want, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-		if (n <= 0) {
-			c->c_eof = 1;
-			return EG_IO_RES(n == 0 ? EG_IO_EOF : EG_IO_ERR,
-			    EG_END_CLIENT_CLOSED);
-		}
-		c->last = eg_loop_now(c->w->loop);
-		if (rt->req_chunked) {
-			k = eg_chunk_feed(&rt->req_chunk, s, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			if (k < n) {
-				memcpy(c->h->buf, s + k, (size_t)(n - k));
-				c->h->len = (size_t)(n - k);
-			}
-			n = k;
-			rt->req_done = done;
-		} else {
-			rt->req_left -= n;
-			if (rt->req_left == 0)
-				rt->req_done = 1;
-		}
-		rt->req_bytes += (uint64_t)n;
-		if (rt->req_bytes > rt->route->max_request_bytes) {
-			/* a chunked body grew past the limit: the upstream
-			 * request is abandoned (and never completed) */
-			return EG_IO_RES(EG_IO_ERR, EG_END_NONE);
-		}
-		c->up += (uint64_t)n;
-		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    (st = up_flush(c)) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
-		if (st == EG_IO_AGAIN)
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	}
-	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-}
-
-static struct eg_io_res
 route_response(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	char *out = (char *)c->w->scratch;
 	size_t hl = 0, scan, extra, room;
 	const char *why;
+	struct eg_io_res res;
 	enum eg_parse r;
 	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0;
 	uint8_t *p;
 
-	switch (eg_pend_flush(c, &c->u2c, c->cio.fd)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-	}
+	res = eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
+	    EG_END_CLIENT_CLOSED);
+	if (res.st != EG_IO_OK)
+		return res;
 	while (!rt->resp_head_done) {
 		r = EG_PARSE_AGAIN;
 		if (rt->rlen > 0) {
@@ -1136,9 +1029,9 @@ route_done(struct eg_conn *c)
 
 	eg_metrics_route(c->ex->metrics, rt->route->name, rt->status,
 	    eg_clock_us() - rt->t_us);
-	if (!rt->up_keepalive || !rt->req_done)
+	if (!rt->up_keepalive || !rt->req.done)
 		up_close(c);
-	if (!rt->keepalive || !rt->req_done) {
+	if (!rt->keepalive || !rt->req.done) {
 		if (up_parkable(c))
 			up_park(c);	/* the next client may use it */
 		eg_conn_close(c, EG_END_DONE);
@@ -1175,12 +1068,13 @@ eg_route_do(struct eg_conn *c)
 		return route_handshake(c);
 	/* a client gone while its answer streams: the upstream request
 	 * is cancelled (its connection closed) */
-	if (rt->req_done && c->c2u.hup && !eg_pend_busy(&c->c2u)) {
+	if (rt->req.done && c->c2u.hup && !eg_pend_busy(&c->c2u)) {
 		up_close(c);
 		eg_conn_close(c, EG_END_CLIENT_CLOSED);
 		return EG_IO_CLOSED;
 	}
-	r = route_request(c);
+	r = eg_body_pump(c, &rt->req, rt->route->max_request_bytes, up_flush,
+	    EG_END_UPSTREAM_CLOSED);
 	if (r.st == EG_IO_ERR && r.end == EG_END_NONE) {
 		/* a chunked body over max_request_bytes */
 		up_close(c);
@@ -1254,7 +1148,7 @@ eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 		*ue |= EPOLLIN | EPOLLRDHUP;
 	if (eg_pend_busy(&c->c2u))
 		*ue |= rt->want == EG_TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
-	else if (!c->c_eof && !rt->req_done)
+	else if (!c->c_eof && !rt->req.done)
 		*ce |= EPOLLIN | EPOLLRDHUP;
 	else if (!c->c_eof && !c->c2u.hup)
 		/*
