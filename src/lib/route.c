@@ -918,42 +918,31 @@ route_response(struct eg_conn *c)
 			rt->resp_done = 1;
 			break;
 		}
+		/*
+		 * As much as the pending buffer still takes.  It is flushed
+		 * first when full or, before a read from the upstream, unless
+		 * more is already received (a body record after the head's:
+		 * it joins the pending bytes, no send between).
+		 */
+		room = c->u2c.b.p == NULL ? TUNBUF : eg_buf_space(&c->u2c.b);
+		if (room > TUNBUF)
+			room = TUNBUF;
+		if (rt->rlen > 0 ? room == 0 : c->tls == NULL || room < 1024 ||
+		    !eg_tls_buffered(c->tls)) {
+			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+			if (st == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR,
+				    EG_END_CLIENT_CLOSED);
+			if (st == EG_IO_AGAIN)
+				break;
+			room = TUNBUF;
+		}
 		if (rt->rlen > 0) {
-			/* as much as the pending buffer still takes */
-			room = c->u2c.b.p == NULL ? TUNBUF :
-			    eg_buf_space(&c->u2c.b);
-			if (room == 0) {
-				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-				if (st == EG_IO_ERR)
-					return EG_IO_RES(EG_IO_ERR,
-					    EG_END_CLIENT_CLOSED);
-				if (st == EG_IO_AGAIN)
-					break;
-				room = TUNBUF;
-			}
-			if (room > TUNBUF)
-				room = TUNBUF;
 			n = rt->rlen > room ? (ssize_t)room : (ssize_t)rt->rlen;
 			memcpy(c->w->scratch, rt->rbuf, (size_t)n);
 			memmove(rt->rbuf, rt->rbuf + n, rt->rlen - (size_t)n);
 			rt->rlen -= (size_t)n;
 		} else {
-			/* more already received (a body record after the
-			 * head's): joins the pending bytes, no send between */
-			room = c->u2c.b.p == NULL ? TUNBUF :
-			    eg_buf_space(&c->u2c.b);
-			if (room > TUNBUF)
-				room = TUNBUF;
-			if (c->tls == NULL || room < 1024 ||
-			    !eg_tls_buffered(c->tls)) {
-				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-				if (st == EG_IO_ERR)
-					return EG_IO_RES(EG_IO_ERR,
-					    EG_END_CLIENT_CLOSED);
-				if (st == EG_IO_AGAIN)
-					break;
-				room = TUNBUF;
-			}
 			n = up_recv(c, c->w->scratch, room);
 			if (n == -2)
 				break;

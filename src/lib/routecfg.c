@@ -165,8 +165,7 @@ secret_file(const char *path, size_t *lenp, char *msg, size_t msglen)
 {
 	struct stat st;
 	char why[256], *buf;
-	size_t len = 0;
-	ssize_t n;
+	size_t len;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) ==
@@ -188,14 +187,7 @@ secret_file(const char *path, size_t *lenp, char *msg, size_t msglen)
 		snprintf(msg, msglen, "out of memory");
 		return NULL;
 	}
-	while (len < SECRET_FILE_MAX) {
-		n = read(fd, buf + len, SECRET_FILE_MAX - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	len = eg_read_upto(fd, buf, SECRET_FILE_MAX);
 	close(fd);
 	buf[len] = '\0';
 	len = strcspn(buf, "\r\n");
