@@ -43,7 +43,6 @@
 
 struct eg_rt {
 	const struct eg_route	*route;		/* in c->cfg; NULL: none */
-	char			 rule[EG_ROUTE_NAME_MAX + 8];	/* route:NAME */
 	char			 name[EG_ROUTE_NAME_MAX * 4 + 1];	/* escaped */
 	char			*path;		/* /REST, NUL-terminated */
 	size_t			 rest_off, rest_len;	/* in h->buf, query too */
@@ -397,7 +396,7 @@ eg_route_event(const struct eg_conn *c, struct eg_event *ev)
 		return;
 	if (ev->type == EGRESS_EV_ALLOW) {
 		ev->cred = rt->route->nhdr > 0 ? rt->route->cred : NULL;
-		ev->rule = rt->rule;
+		ev->rule = rt->route->rule;
 	}
 	if (ev->type == EGRESS_EV_CLOSE) {
 		ev->tokens_in = rt->meter.in;
@@ -568,7 +567,6 @@ eg_route_head(struct eg_conn *c)
 	if (r != NULL) {
 		c->t.host = r->host;
 		c->t.port = r->port;
-		snprintf(rt->rule, sizeof(rt->rule), "route:%s", r->name);
 		if ((why = eg_route_path_bad(rt->path, strlen(rt->path))) !=
 		    NULL || (pl > 0 && tg[1 + nl] != '/'))
 			verdict = 400;
@@ -600,7 +598,6 @@ eg_route_head(struct eg_conn *c)
 		if ((unsigned char)rt->path[i] <= 0x20 ||
 		    (unsigned char)rt->path[i] >= 0x7f)
 			rt->path[i] = '?';
-	esc_name((const uint8_t *)rt->path, strlen(rt->path), qp, sizeof(qp));
 	c->kept = 0;
 	switch (verdict) {
 	case 404:
@@ -619,6 +616,8 @@ eg_route_head(struct eg_conn *c)
 		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403, body);
 		return 1;
 	case -403:
+		esc_name((const uint8_t *)rt->path, strlen(rt->path), qp,
+		    sizeof(qp));
 		snprintf(body, sizeof(body), "egressd: %s %s is not allowed by "
 		    "route %s", q->method, qp, r->name);
 		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_ROUTE_NOT_ALLOWED, 403,

@@ -71,6 +71,8 @@ eg_route_section(struct eg_cfg *cfg, const char *name, size_t len, int line,
 	memset(r, 0, sizeof(*r));
 	if ((r->name = eg_strndup(name, len)) == NULL)
 		goto nomem;
+	memcpy(r->rule, "route:", 6);
+	memcpy(r->rule + 6, name, len);		/* len <= EG_ROUTE_NAME_MAX */
 	r->line = line;
 	r->max_request_bytes = 32ULL << 20;
 	cfg->nroutes++;
