@@ -96,13 +96,19 @@ struct eg_body {
 	uint64_t	 bytes;		/* relayed so far */
 };
 
+/* A response body's framing (forward.c's relay, routes' too). */
+struct eg_rframe {
+	int64_t		 left;		/* Content-Length bytes still to come */
+	struct eg_chunk	 chunk;
+	int		 chunked, eof_delim;	/* eof_delim: ends at EOF */
+};
+
 /* Plain-HTTP response framing, for one forwarded request. */
 struct fwd {
 	struct eg_body	 req;
-	int		 resp_head_done, resp_done, resp_eof_delim;
-	int64_t		 resp_left;
-	struct eg_chunk	 resp_chunk;
-	int		 resp_chunked, keepalive, is_head;
+	int		 resp_head_done, resp_done;
+	struct eg_rframe resp_fr;
+	int		 keepalive, is_head;
 	int		 resp_extra;	/* bytes past the response: the
 					   upstream is not reused */
 	int		 interim;	/* a 1xx was passed on */
@@ -276,5 +282,22 @@ int	eg_body_begin(struct eg_conn *, struct eg_body *);
 struct eg_io_res eg_body_pump(struct eg_conn *, struct eg_body *,
 	    uint64_t limit, enum eg_io_st (*flush)(struct eg_conn *),
 	    enum eg_end flush_end);
+/* The response head at buf's start (len bytes read of cap): OK when complete
+ * and parsed into r (its length in *hl), AGAIN when more is to be read,
+ * ERR when malformed, over cap or a 101. */
+enum eg_io_st eg_resp_head_get(const uint8_t *buf, size_t len, size_t cap,
+	    struct eg_resp *, size_t *hl);
+/* An interim (1xx) head of hl bytes at buf's start passed on to the client
+ * as it came, what follows moved up (*len): OK, AGAIN or ERR. */
+struct eg_io_res eg_resp_interim(struct eg_conn *, uint8_t *buf, size_t *len,
+	    size_t hl);
+/* The body's framing from the response head (none for a HEAD's). */
+void	eg_rframe_init(struct eg_rframe *, const struct eg_resp *, int is_head);
+/* Ended by its length (not chunked, not at EOF)? */
+int	eg_rframe_ended(const struct eg_rframe *);
+/* n bytes from the upstream through the framing: how many are the body's
+ * (*extra set if bytes follow it), *done at the last chunk; -1: bad. */
+ssize_t	eg_rframe_feed(struct eg_rframe *, const uint8_t *p, ssize_t n,
+	    int *done, int *extra);
 
 #endif

@@ -195,6 +195,81 @@ eg_body_pump(struct eg_conn *c, struct eg_body *b, uint64_t limit,
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 }
 
+enum eg_io_st
+eg_resp_head_get(const uint8_t *buf, size_t len, size_t cap,
+    struct eg_resp *r, size_t *hl)
+{
+	const char *why;
+	size_t scan = 0;
+	enum eg_parse p;
+
+	if (len > 0) {
+		if ((p = eg_head_scan(buf, len, &scan, hl)) == EG_PARSE_BAD)
+			return EG_IO_ERR;
+		if (p == EG_PARSE_OK)
+			return eg_resp_parse(buf, *hl, r, &why) ==
+			    EG_PARSE_OK && r->status != 101 ? EG_IO_OK :
+			    EG_IO_ERR;
+	}
+	return len == cap ? EG_IO_ERR : EG_IO_AGAIN;
+}
+
+struct eg_io_res
+eg_resp_interim(struct eg_conn *c, uint8_t *buf, size_t *len, size_t hl)
+{
+	if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
+	    eg_pend_append(c, &c->u2c, buf, hl) == -1)
+		return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+	*len -= hl;
+	memmove(buf, buf + hl, *len);
+	return eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
+	    EG_END_CLIENT_CLOSED);
+}
+
+void
+eg_rframe_init(struct eg_rframe *fr, const struct eg_resp *r, int is_head)
+{
+	memset(fr, 0, sizeof(*fr));
+	if (is_head || r->nobody)
+		fr->left = 0;
+	else if (r->chunked) {
+		fr->chunked = 1;
+		eg_chunk_init(&fr->chunk);
+	} else if (r->content_length >= 0)
+		fr->left = r->content_length;
+	else
+		fr->eof_delim = 1;
+}
+
+int
+eg_rframe_ended(const struct eg_rframe *fr)
+{
+	return !fr->eof_delim && !fr->chunked && fr->left == 0;
+}
+
+ssize_t
+eg_rframe_feed(struct eg_rframe *fr, const uint8_t *p, ssize_t n, int *done,
+    int *extra)
+{
+	ssize_t k;
+
+	if (fr->chunked) {
+		if ((k = eg_chunk_feed(&fr->chunk, p, (size_t)n, done)) < 0)
+			return -1;
+		if (k < n)	/* past the last chunk */
+			*extra = 1;
+		return k;
+	}
+	if (!fr->eof_delim) {
+		if (n > fr->left) {
+			n = (ssize_t)fr->left;
+			*extra = 1;
+		}
+		fr->left -= n;
+	}
+	return n;
+}
+
 static enum eg_io_st
 fwd_flush(struct eg_conn *c)
 {
@@ -206,11 +281,9 @@ static struct eg_io_res
 fwd_response(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
-	size_t cap = f->rcap, hl = 0, scan = 0, extra;
+	size_t cap = f->rcap, hl = 0, extra;
 	char *out = (char *)c->w->scratch;
-	const char *why;
 	struct eg_io_res res;
-	enum eg_parse r;
 	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0, ka;
@@ -220,16 +293,11 @@ fwd_response(struct eg_conn *c)
 	if (res.st != EG_IO_OK)
 		return res;
 	while (!f->resp_head_done) {
-		r = EG_PARSE_AGAIN;
-		if (f->rlen > 0) {
-			scan = 0;
-			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
-			if (r == EG_PARSE_BAD)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		}
-		if (r != EG_PARSE_OK) {
-			if (f->rlen == cap)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		/* (an upgrade, 101, is not for plain HTTP) */
+		st = eg_resp_head_get(f->rbuf, f->rlen, cap, &f->resp, &hl);
+		if (st == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (st == EG_IO_AGAIN) {
 			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
 			    0);
 			if (n == -1 && errno == EINTR)
@@ -243,43 +311,22 @@ fwd_response(struct eg_conn *c)
 			f->rlen += (size_t)n;
 			continue;
 		}
-		memset(&f->resp, 0, sizeof(f->resp));
-		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		if (f->resp.status == 101)
-			/* an upgrade: not for plain HTTP */
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (f->resp.status < 200) {
 			/*
 			 * An interim response (100 Continue to a client that
 			 * sent Expect, 103 Early Hints): passed on as it came,
 			 * then the next head is read.
 			 */
-			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
-			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			f->interim = 1;
-			f->rlen -= hl;
-			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-			if (st == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-			if (st == EG_IO_AGAIN)
-				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			res = eg_resp_interim(c, f->rbuf, &f->rlen, hl);
+			if (res.st != EG_IO_OK)
+				return res;
 			continue;
 		}
 		f->resp_head_done = 1;
-		if (f->is_head || f->resp.nobody)
-			f->resp_left = 0;
-		else if (f->resp.chunked) {
-			f->resp_chunked = 1;
-			eg_chunk_init(&f->resp_chunk);
-		} else if (f->resp.content_length >= 0)
-			f->resp_left = f->resp.content_length;
-		else {
-			f->resp_eof_delim = 1;
+		eg_rframe_init(&f->resp_fr, &f->resp, f->is_head);
+		if (f->resp_fr.eof_delim)
 			f->keepalive = 0;
-		}
 		ka = f->keepalive;
 		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
 		    sizeof(c->w->scratch));
@@ -304,8 +351,7 @@ fwd_response(struct eg_conn *c)
 			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 		if (st == EG_IO_AGAIN)
 			break;
-		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
-		    f->resp_left == 0) {
+		if (eg_rframe_ended(&f->resp_fr)) {
 			f->resp_done = 1;
 			break;
 		}
@@ -325,7 +371,7 @@ fwd_response(struct eg_conn *c)
 			    errno == EWOULDBLOCK))
 				break;
 			if (n <= 0) {
-				if (f->resp_eof_delim) {
+				if (f->resp_fr.eof_delim) {
 					f->resp_done = 1;
 					break;
 				}
@@ -335,22 +381,12 @@ fwd_response(struct eg_conn *c)
 			p = c->w->scratch;
 		}
 		c->last = eg_loop_now(c->w->loop);
-		if (f->resp_chunked) {
-			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			if (k < n)	/* past the last chunk */
-				f->resp_extra = 1;
-			n = k;
-			if (done)
-				f->resp_done = 1;
-		} else if (!f->resp_eof_delim) {
-			if (n > f->resp_left) {
-				n = (ssize_t)f->resp_left;
-				f->resp_extra = 1;
-			}
-			f->resp_left -= n;
-		}
+		/* bytes past the body: the upstream is not kept */
+		if ((n = eg_rframe_feed(&f->resp_fr, p, n, &done,
+		    &f->resp_extra)) < 0)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (done)
+			f->resp_done = 1;
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
@@ -378,7 +414,7 @@ fwd_keep_upstream(struct eg_conn *c)
 	size_t limit;
 
 	if (fd == -1 || c->t.addrs == NULL || c->t.ai == 0 || !f->req.done ||
-	    f->resp_eof_delim || f->resp.close || f->resp_extra ||
+	    f->resp_fr.eof_delim || f->resp.close || f->resp_extra ||
 	    f->rlen > 0 || c->u_eof || c->u2c.hup || eg_pend_busy(&c->c2u))
 		return;
 	/* idle upstreams must not take the descriptors that refusals need

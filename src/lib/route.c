@@ -54,10 +54,9 @@ struct eg_rt {
 	uint64_t		 t_us;		/* eg_clock_us() at ALLOW */
 	struct eg_body		 req;		/* the request body */
 	/* the response */
-	int			 resp_head_done, resp_done, resp_eof_delim;
-	int			 resp_chunked, is_head, keepalive, up_keepalive;
-	int64_t			 resp_left;
-	struct eg_chunk		 resp_chunk;
+	int			 resp_head_done, resp_done;
+	int			 is_head, keepalive, up_keepalive;
+	struct eg_rframe	 resp_fr;
 	struct eg_resp		 resp;
 	int			 status;
 	struct eg_meter		 meter;
@@ -822,13 +821,11 @@ route_response(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	char *out = (char *)c->w->scratch;
-	size_t hl = 0, scan, extra, room;
-	const char *why;
+	size_t hl = 0, extra, room;
 	struct eg_io_res res;
-	enum eg_parse r;
 	enum eg_io_st st;
 	ssize_t n, k;
-	int done = 0;
+	int done = 0, past = 0;
 	uint8_t *p;
 
 	res = eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
@@ -836,16 +833,11 @@ route_response(struct eg_conn *c)
 	if (res.st != EG_IO_OK)
 		return res;
 	while (!rt->resp_head_done) {
-		r = EG_PARSE_AGAIN;
-		if (rt->rlen > 0) {
-			scan = 0;
-			r = eg_head_scan(rt->rbuf, rt->rlen, &scan, &hl);
-			if (r == EG_PARSE_BAD)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		}
-		if (r != EG_PARSE_OK) {
-			if (rt->rlen == rt->rcap)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		st = eg_resp_head_get(rt->rbuf, rt->rlen, rt->rcap, &rt->resp,
+		    &hl);
+		if (st == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (st == EG_IO_AGAIN) {
 			/* nothing from the upstream since the request went
 			 * (epoll says when): no read that can only fail */
 			if (rt->rlen == 0 && !c->u2c.rd &&
@@ -861,40 +853,23 @@ route_response(struct eg_conn *c)
 			rt->rlen += (size_t)n;
 			continue;
 		}
-		if (eg_resp_parse(rt->rbuf, hl, &rt->resp, &why) !=
-		    EG_PARSE_OK || rt->resp.status == 101)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (rt->resp.status < 200) {
 			/* 100 Continue, 103: passed on, then the next head */
-			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
-			    eg_pend_append(c, &c->u2c, rt->rbuf, hl) == -1)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			rt->rlen -= hl;
-			memmove(rt->rbuf, rt->rbuf + hl, rt->rlen);
-			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-			if (st == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR,
-				    EG_END_CLIENT_CLOSED);
-			if (st == EG_IO_AGAIN)
-				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			res = eg_resp_interim(c, rt->rbuf, &rt->rlen, hl);
+			if (res.st != EG_IO_OK)
+				return res;
 			continue;
 		}
 		rt->resp_head_done = 1;
 		rt->status = rt->resp.status;
 		rt->up_keepalive = !rt->resp.close;
-		if (rt->is_head || rt->resp.nobody)
-			rt->resp_left = 0;
-		else if (rt->resp.chunked) {
-			rt->resp_chunked = 1;
-			eg_chunk_init(&rt->resp_chunk);
-		} else if (rt->resp.content_length >= 0)
-			rt->resp_left = rt->resp.content_length;
-		else {
-			rt->resp_eof_delim = 1;
+		eg_rframe_init(&rt->resp_fr, &rt->resp, rt->is_head);
+		if (rt->resp_fr.eof_delim) {
 			rt->keepalive = 0;
 			rt->up_keepalive = 0;
 		}
-		eg_meter_init(&rt->meter, rt->route->meter, rt->resp_chunked);
+		eg_meter_init(&rt->meter, rt->route->meter,
+		    rt->resp_fr.chunked);
 		k = eg_resp_head(rt->rbuf, &rt->resp, rt->keepalive, out,
 		    sizeof(c->w->scratch));
 		if (k < 0 || eg_pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
@@ -912,8 +887,7 @@ route_response(struct eg_conn *c)
 	 * the end, not after every append.
 	 */
 	for (;;) {
-		if (!rt->resp_eof_delim && !rt->resp_chunked &&
-		    rt->resp_left == 0) {
+		if (eg_rframe_ended(&rt->resp_fr)) {
 			rt->resp_done = 1;
 			break;
 		}
@@ -946,7 +920,7 @@ route_response(struct eg_conn *c)
 			if (n == -2)
 				break;
 			if (n <= 0) {
-				if (rt->resp_eof_delim && n == 0) {
+				if (rt->resp_fr.eof_delim && n == 0) {
 					rt->resp_done = 1;
 					break;
 				}
@@ -956,18 +930,12 @@ route_response(struct eg_conn *c)
 		}
 		p = c->w->scratch;
 		c->last = eg_loop_now(c->w->loop);
-		if (rt->resp_chunked) {
-			k = eg_chunk_feed(&rt->resp_chunk, p, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			n = k;
-			if (done)
-				rt->resp_done = 1;
-		} else if (!rt->resp_eof_delim) {
-			if (n > rt->resp_left)
-				n = (ssize_t)rt->resp_left;
-			rt->resp_left -= n;
-		}
+		/* bytes past the body are not passed on */
+		if ((n = eg_rframe_feed(&rt->resp_fr, p, n, &done,
+		    &past)) < 0)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (done)
+			rt->resp_done = 1;
 		eg_meter_feed(&rt->meter, p, (size_t)n);
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
