@@ -125,9 +125,10 @@ NGPID=$(pgrep -P "$(cat "$T/px.pid")" | head -n 1)	# its one worker
 NLPID=$(pgrep -P "$(cat "$T/pl.pid")" | head -n 1)
 
 REQ="POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# CPU time of all the process's threads in ns (schedstat: exact, where
+# utime + stime in clock ticks was +-1 tick of some 40 in a 32-connection run)
+cpu() { cat "/proc/$1/task/"*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-hz=$(getconf CLK_TCK)
 
 # the connections the upstream accepted so far (its stub_status; this
 # request is one of them)
@@ -151,8 +152,8 @@ load()
 	out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ") || { echo "0 0 0 0 0"; return; }
 	c1=$(cpu "$2")
 	a1=$(accepts)
-	echo "$out" | awk -v c="$((c1 - c0))" -v hz="$hz" -v n="$N" \
-	    -v h="$((a1 - a0 - 1))" '{print $2, $4, $6, c * 1000000 / hz / n, h}'
+	echo "$out" | awk -v c="$((c1 - c0))" -v n="$N" \
+	    -v h="$((a1 - a0 - 1))" '{print $2, $4, $6, c / 1000 / n, h}'
 }
 base=$("$T/httpload" 127.0.0.3 "$PP" 1 "$N" "$REQ")
 b50=$(echo "$base" | awk '{print $4}'); b99=$(echo "$base" | awk '{print $6}')
@@ -181,7 +182,16 @@ print("%.2f" % d[len(d) // 2] if d else "-")
 EOF
 }
 
+# a warm-up, not counted: every proxy opens and keeps its 32 upstream TLS
+# connections (the first round measured their handshakes, the others not)
+for who in $WHO; do
+	case $who in
+	egressd) p=$PE ;; before) p=$PB ;; nginx) p=$PN ;; nginx+log) p=$PL ;;
+	esac
+	"$T/httpload" 127.0.0.2 "$p" 32 2000 "$REQ" >/dev/null
+done
 declare -A R
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq 1 "$ROUNDS"); do
 	for who in $WHO; do
 		path=/tick/v1/tick
@@ -206,6 +216,7 @@ col()	# WHO KEY FIELD
 	for r in $(seq 1 "$ROUNDS"); do echo "${R[$1,$2,$r]}" | awk -v f="$3" '{print $f}'; done | med
 }
 echo "baseline (direct plain HTTP to the upstream, 1 connection): p50 ${b50} us, p99 ${b99} us"
+echo "load average (1, 5, 15 min) before the rounds: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 row()	# LABEL KEY FIELD FORMAT [OFFSET]: one cell per contender
 {
@@ -233,7 +244,7 @@ row "requests/s, 32 connections" 32 1 %s
 row "added latency p50, 1 connection (us)" 1 2 %s "$b50"
 row "added latency p99, 1 connection (us)" 1 3 %s "$b99"
 row "first SSE event after its send, p50 (ms)" sse 1 %s
-row "CPU per request, 32 connections (us)" 32 4 %.1f
+row "CPU per request, 32 connections (us)" 32 4 %.2f
 row "upstream TLS handshakes, 1 connection run" 1 5 %s
 row "upstream TLS handshakes, 32 connection run" 32 5 %s
 line="| RSS after the runs (KiB) |"

@@ -641,7 +641,6 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
     size_t cap)
 {
 	struct eg_buf o;
-	char port[8];
 	size_t n;
 
 	if (cap < 3)
@@ -676,8 +675,8 @@ eg_audit_format(const struct egress_event *ev, int json, char *buf,
 		else {
 			out_text_val(&o, ev->host);
 			if (ev->port) {
-				snprintf(port, sizeof(port), ":%u", ev->port);
-				out_str(&o, port);
+				out_raw(&o, ":", 1);
+				out_u64(&o, ev->port);
 			}
 			kv_u64(&o, 0, "id", ev->id);
 			kv_str(&o, 0, "phase", ev->phase);

@@ -88,15 +88,28 @@ struct head {
 	uint8_t		 buf[];		/* max_header_bytes */
 };
 
+/* A request body on its way upstream (forward.c's relay, routes' too). */
+struct eg_body {
+	int64_t		 left;		/* Content-Length bytes still to send
+					   (-1: chunked) */
+	struct eg_chunk	 chunk;
+	int		 chunked, done;
+	uint64_t	 bytes;		/* relayed so far */
+};
+
+/* A response body's framing (forward.c's relay, routes' too). */
+struct eg_rframe {
+	int64_t		 left;		/* Content-Length bytes still to come */
+	struct eg_chunk	 chunk;
+	int		 chunked, eof_delim;	/* eof_delim: ends at EOF */
+};
+
 /* Plain-HTTP response framing, for one forwarded request. */
 struct fwd {
-	int64_t		 req_left;	/* request body bytes still to send */
-	struct eg_chunk	 req_chunk;
-	int		 req_chunked, req_done;
-	int		 resp_head_done, resp_done, resp_eof_delim;
-	int64_t		 resp_left;
-	struct eg_chunk	 resp_chunk;
-	int		 resp_chunked, keepalive, is_head;
+	struct eg_body	 req;
+	int		 resp_head_done, resp_done;
+	struct eg_rframe resp_fr;
+	int		 keepalive, is_head;
 	int		 resp_extra;	/* bytes past the response: the
 					   upstream is not reused */
 	int		 interim;	/* a 1xx was passed on */
@@ -273,5 +286,32 @@ void	eg_route_release(struct eg_conn *);
 /* forward.c */
 void	eg_forward_begin(struct eg_conn *);
 enum eg_io_st eg_forward_do(struct eg_conn *);
+/* A flush's result as a relay step's: OK (go on), AGAIN, or ERR with end. */
+struct eg_io_res eg_flush_res(enum eg_io_st, enum eg_end);
+/* The request body's framing, and its bytes read with the head queued on
+ * c2u (room reserved); -1: a bad chunk. */
+int	eg_body_begin(struct eg_conn *, struct eg_body *);
+/* The rest of the body from the client, through flush (its failure: the
+ * end flush_end); a body over limit: ERR with EG_END_NONE. */
+struct eg_io_res eg_body_pump(struct eg_conn *, struct eg_body *,
+	    uint64_t limit, enum eg_io_st (*flush)(struct eg_conn *),
+	    enum eg_end flush_end);
+/* The response head at buf's start (len bytes read of cap): OK when complete
+ * and parsed into r (its length in *hl), AGAIN when more is to be read,
+ * ERR when malformed, over cap or a 101. */
+enum eg_io_st eg_resp_head_get(const uint8_t *buf, size_t len, size_t cap,
+	    struct eg_resp *, size_t *hl);
+/* An interim (1xx) head of hl bytes at buf's start passed on to the client
+ * as it came, what follows moved up (*len): OK, AGAIN or ERR. */
+struct eg_io_res eg_resp_interim(struct eg_conn *, uint8_t *buf, size_t *len,
+	    size_t hl);
+/* The body's framing from the response head (none for a HEAD's). */
+void	eg_rframe_init(struct eg_rframe *, const struct eg_resp *, int is_head);
+/* Ended by its length (not chunked, not at EOF)? */
+int	eg_rframe_ended(const struct eg_rframe *);
+/* n bytes from the upstream through the framing: how many are the body's
+ * (*extra set if bytes follow it), *done at the last chunk; -1: bad. */
+ssize_t	eg_rframe_feed(struct eg_rframe *, const uint8_t *p, ssize_t n,
+	    int *done, int *extra);
 
 #endif

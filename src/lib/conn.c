@@ -223,7 +223,7 @@ conn_interest(struct eg_conn *c)
 		if (eg_pend_busy(&c->c2u) && c->state != EG_CS_SNI)
 			ue |= EPOLLOUT;
 		else if (!c->c_eof && !(c->state == EG_CS_FORWARD &&
-		    c->f->req_done))
+		    c->f->req.done))
 			ce |= EPOLLIN | EPOLLRDHUP;
 		break;
 	}

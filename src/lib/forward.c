@@ -43,7 +43,6 @@ eg_forward_begin(struct eg_conn *c)
 	char *out = (char *)c->w->scratch;
 	ssize_t n;
 	size_t extra, retry;
-	int64_t body;
 
 	/*
 	 * The upstream is asked to keep the connection (the worker's pool
@@ -75,72 +74,84 @@ eg_forward_begin(struct eg_conn *c)
 		eg_conn_close(c, EG_END_ERROR);
 		return;
 	}
-	if (q->chunked) {
-		f->req_chunked = 1;
-		eg_chunk_init(&f->req_chunk);
-		f->req_left = -1;
-	} else
-		f->req_left = q->content_length > 0 ? q->content_length : 0;
-	body = 0;
-	if (extra > 0 && !f->req_done) {
-		if (f->req_chunked) {
-			int done = 0;
-			ssize_t k = eg_chunk_feed(&f->req_chunk,
-			    h->buf + q->head_len, extra, &done);
-			if (k < 0) {
-				eg_conn_close(c, EG_END_ERROR);
-				return;
-			}
-			body = k;
-			f->req_done = done;
-		} else {
-			body = (int64_t)extra < f->req_left ? (int64_t)extra :
-			    f->req_left;
-			f->req_left -= body;
-		}
-		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
-		    (size_t)body) == -1) {
-			eg_conn_close(c, EG_END_ERROR);
-			return;
-		}
-		c->up += (uint64_t)body;
+	if (eg_body_begin(c, &f->req) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
+		return;
 	}
-	if (!f->req_chunked && f->req_left == 0)
-		f->req_done = 1;
-	/* keep what follows (a pipelined request) at the buffer start */
-	memmove(h->buf, h->buf + q->head_len + body,
-	    extra - (size_t)body);
-	h->len = extra - (size_t)body;
-	h->scan = 0;
 	eg_conn_set_state(c, EG_CS_FORWARD);
 }
 
-/* Relay the request body: bounded by Content-Length or chunk framing. */
-static struct eg_io_res
-fwd_request(struct eg_conn *c)
+struct eg_io_res
+eg_flush_res(enum eg_io_st st, enum eg_end end)
 {
-	struct fwd *f = c->f;
+	return EG_IO_RES(st, st == EG_IO_ERR ? end : EG_END_NONE);
+}
+
+int
+eg_body_begin(struct eg_conn *c, struct eg_body *b)
+{
+	struct head *h = c->h;
+	const struct eg_req *q = &h->req;
+	size_t extra = h->len - q->head_len;
+	int64_t nb = 0;
+	ssize_t k;
+
+	memset(b, 0, sizeof(*b));
+	if (q->chunked) {
+		b->chunked = 1;
+		eg_chunk_init(&b->chunk);
+		b->left = -1;
+	} else
+		b->left = q->content_length > 0 ? q->content_length : 0;
+	if (extra > 0 && (b->chunked || b->left > 0)) {
+		if (b->chunked) {
+			k = eg_chunk_feed(&b->chunk, h->buf + q->head_len,
+			    extra, &b->done);
+			if (k < 0)
+				return -1;
+			nb = k;
+		} else {
+			nb = (int64_t)extra < b->left ? (int64_t)extra :
+			    b->left;
+			b->left -= nb;
+		}
+		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
+		    (size_t)nb) == -1)
+			return -1;
+		c->up += (uint64_t)nb;
+		b->bytes += (uint64_t)nb;
+	}
+	if (!b->chunked && b->left == 0)
+		b->done = 1;
+	/* keep what follows (a pipelined request) at the buffer start */
+	memmove(h->buf, h->buf + q->head_len + nb, extra - (size_t)nb);
+	h->len = extra - (size_t)nb;
+	h->scan = 0;
+	return 0;
+}
+
+/* Relay the request body: bounded by Content-Length or chunk framing. */
+struct eg_io_res
+eg_body_pump(struct eg_conn *c, struct eg_body *b, uint64_t limit,
+    enum eg_io_st (*flush)(struct eg_conn *), enum eg_end flush_end)
+{
 	uint8_t *s = c->w->scratch;
+	struct eg_io_res r;
 	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0;
 
-	switch (eg_pend_flush(c, &c->c2u, c->uio.fd)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-	}
-	while (!f->req_done) {
+	r = eg_flush_res(flush(c), flush_end);
+	if (r.st != EG_IO_OK)
+		return r;
+	while (!b->done) {
 		size_t want = TUNBUF;
 
-		if (!f->req_chunked && (uint64_t)f->req_left < want)
-			want = (size_t)f->req_left;
+		if (!b->chunked && (uint64_t)b->left < want)
+			want = (size_t)b->left;
 		/* what follows the last chunk is the next request's head,
 		 * kept in c->h: never read more than it holds */
-		if (f->req_chunked && c->h->cap < want)
+		if (b->chunked && c->h->cap < want)
 			want = c->h->cap;
 		n = recv(c->cio.fd, s, want, 0);
 		if (n == -1 && errno == EINTR)
@@ -153,8 +164,8 @@ fwd_request(struct eg_conn *c)
 			    EG_END_CLIENT_CLOSED);
 		}
 		c->last = eg_loop_now(c->w->loop);
-		if (f->req_chunked) {
-			k = eg_chunk_feed(&f->req_chunk, s, (size_t)n, &done);
+		if (b->chunked) {
+			k = eg_chunk_feed(&b->chunk, s, (size_t)n, &done);
 			if (k < 0)
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			/* bytes past the body: the next request's head */
@@ -163,20 +174,106 @@ fwd_request(struct eg_conn *c)
 				c->h->len = (size_t)(n - k);
 			}
 			n = k;
-			f->req_done = done;
+			b->done = done;
 		} else {
-			f->req_left -= n;
-			if (f->req_left == 0)
-				f->req_done = 1;
+			b->left -= n;
+			if (b->left == 0)
+				b->done = 1;
 		}
+		b->bytes += (uint64_t)n;
+		/* a chunked body grew past the limit: the caller abandons
+		 * the upstream request (never completed) */
+		if (b->bytes > limit)
+			return EG_IO_RES(EG_IO_ERR, EG_END_NONE);
 		c->up += (uint64_t)n;
 		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    (st = eg_pend_flush(c, &c->c2u, c->uio.fd)) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		    (st = flush(c)) == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, flush_end);
 		if (st == EG_IO_AGAIN)
 			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
 	}
 	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+}
+
+enum eg_io_st
+eg_resp_head_get(const uint8_t *buf, size_t len, size_t cap,
+    struct eg_resp *r, size_t *hl)
+{
+	const char *why;
+	size_t scan = 0;
+	enum eg_parse p;
+
+	if (len > 0) {
+		if ((p = eg_head_scan(buf, len, &scan, hl)) == EG_PARSE_BAD)
+			return EG_IO_ERR;
+		if (p == EG_PARSE_OK)
+			return eg_resp_parse(buf, *hl, r, &why) ==
+			    EG_PARSE_OK && r->status != 101 ? EG_IO_OK :
+			    EG_IO_ERR;
+	}
+	return len == cap ? EG_IO_ERR : EG_IO_AGAIN;
+}
+
+struct eg_io_res
+eg_resp_interim(struct eg_conn *c, uint8_t *buf, size_t *len, size_t hl)
+{
+	if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
+	    eg_pend_append(c, &c->u2c, buf, hl) == -1)
+		return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+	*len -= hl;
+	memmove(buf, buf + hl, *len);
+	return eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
+	    EG_END_CLIENT_CLOSED);
+}
+
+void
+eg_rframe_init(struct eg_rframe *fr, const struct eg_resp *r, int is_head)
+{
+	memset(fr, 0, sizeof(*fr));
+	if (is_head || r->nobody)
+		fr->left = 0;
+	else if (r->chunked) {
+		fr->chunked = 1;
+		eg_chunk_init(&fr->chunk);
+	} else if (r->content_length >= 0)
+		fr->left = r->content_length;
+	else
+		fr->eof_delim = 1;
+}
+
+int
+eg_rframe_ended(const struct eg_rframe *fr)
+{
+	return !fr->eof_delim && !fr->chunked && fr->left == 0;
+}
+
+ssize_t
+eg_rframe_feed(struct eg_rframe *fr, const uint8_t *p, ssize_t n, int *done,
+    int *extra)
+{
+	ssize_t k;
+
+	if (fr->chunked) {
+		if ((k = eg_chunk_feed(&fr->chunk, p, (size_t)n, done)) < 0)
+			return -1;
+		if (k < n)	/* past the last chunk */
+			*extra = 1;
+		return k;
+	}
+	if (!fr->eof_delim) {
+		if (n > fr->left) {
+			n = (ssize_t)fr->left;
+			*extra = 1;
+		}
+		fr->left -= n;
+	}
+	return n;
+}
+
+static enum eg_io_st
+fwd_flush(struct eg_conn *c)
+{
+	return eg_pend_flush(c, &c->c2u, c->uio.fd);
 }
 
 /* Read the response head, then relay the body as its framing says. */
@@ -184,33 +281,23 @@ static struct eg_io_res
 fwd_response(struct eg_conn *c)
 {
 	struct fwd *f = c->f;
-	size_t cap = f->rcap, hl = 0, scan = 0, extra;
+	size_t cap = f->rcap, hl = 0, extra;
 	char *out = (char *)c->w->scratch;
-	const char *why;
-	enum eg_parse r;
+	struct eg_io_res res;
 	enum eg_io_st st;
 	ssize_t n, k;
 	int done = 0, ka;
 
-	switch (eg_pend_flush(c, &c->u2c, c->cio.fd)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-	}
+	res = eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
+	    EG_END_CLIENT_CLOSED);
+	if (res.st != EG_IO_OK)
+		return res;
 	while (!f->resp_head_done) {
-		r = EG_PARSE_AGAIN;
-		if (f->rlen > 0) {
-			scan = 0;
-			r = eg_head_scan(f->rbuf, f->rlen, &scan, &hl);
-			if (r == EG_PARSE_BAD)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		}
-		if (r != EG_PARSE_OK) {
-			if (f->rlen == cap)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		/* (an upgrade, 101, is not for plain HTTP) */
+		st = eg_resp_head_get(f->rbuf, f->rlen, cap, &f->resp, &hl);
+		if (st == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (st == EG_IO_AGAIN) {
 			n = recv(c->uio.fd, f->rbuf + f->rlen, cap - f->rlen,
 			    0);
 			if (n == -1 && errno == EINTR)
@@ -224,43 +311,22 @@ fwd_response(struct eg_conn *c)
 			f->rlen += (size_t)n;
 			continue;
 		}
-		memset(&f->resp, 0, sizeof(f->resp));
-		if (eg_resp_parse(f->rbuf, hl, &f->resp, &why) != EG_PARSE_OK)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		if (f->resp.status == 101)
-			/* an upgrade: not for plain HTTP */
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (f->resp.status < 200) {
 			/*
 			 * An interim response (100 Continue to a client that
 			 * sent Expect, 103 Early Hints): passed on as it came,
 			 * then the next head is read.
 			 */
-			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
-			    eg_pend_append(c, &c->u2c, f->rbuf, hl) == -1)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			f->interim = 1;
-			f->rlen -= hl;
-			memmove(f->rbuf, f->rbuf + hl, f->rlen);
-			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-			if (st == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-			if (st == EG_IO_AGAIN)
-				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			res = eg_resp_interim(c, f->rbuf, &f->rlen, hl);
+			if (res.st != EG_IO_OK)
+				return res;
 			continue;
 		}
 		f->resp_head_done = 1;
-		if (f->is_head || f->resp.nobody)
-			f->resp_left = 0;
-		else if (f->resp.chunked) {
-			f->resp_chunked = 1;
-			eg_chunk_init(&f->resp_chunk);
-		} else if (f->resp.content_length >= 0)
-			f->resp_left = f->resp.content_length;
-		else {
-			f->resp_eof_delim = 1;
+		eg_rframe_init(&f->resp_fr, &f->resp, f->is_head);
+		if (f->resp_fr.eof_delim)
 			f->keepalive = 0;
-		}
 		ka = f->keepalive;
 		k = eg_resp_head(f->rbuf, &f->resp, ka, out,
 		    sizeof(c->w->scratch));
@@ -285,8 +351,7 @@ fwd_response(struct eg_conn *c)
 			return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
 		if (st == EG_IO_AGAIN)
 			break;
-		if (f->resp_eof_delim == 0 && !f->resp_chunked &&
-		    f->resp_left == 0) {
+		if (eg_rframe_ended(&f->resp_fr)) {
 			f->resp_done = 1;
 			break;
 		}
@@ -306,7 +371,7 @@ fwd_response(struct eg_conn *c)
 			    errno == EWOULDBLOCK))
 				break;
 			if (n <= 0) {
-				if (f->resp_eof_delim) {
+				if (f->resp_fr.eof_delim) {
 					f->resp_done = 1;
 					break;
 				}
@@ -316,22 +381,12 @@ fwd_response(struct eg_conn *c)
 			p = c->w->scratch;
 		}
 		c->last = eg_loop_now(c->w->loop);
-		if (f->resp_chunked) {
-			k = eg_chunk_feed(&f->resp_chunk, p, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			if (k < n)	/* past the last chunk */
-				f->resp_extra = 1;
-			n = k;
-			if (done)
-				f->resp_done = 1;
-		} else if (!f->resp_eof_delim) {
-			if (n > f->resp_left) {
-				n = (ssize_t)f->resp_left;
-				f->resp_extra = 1;
-			}
-			f->resp_left -= n;
-		}
+		/* bytes past the body: the upstream is not kept */
+		if ((n = eg_rframe_feed(&f->resp_fr, p, n, &done,
+		    &f->resp_extra)) < 0)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (done)
+			f->resp_done = 1;
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
 			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
@@ -358,8 +413,8 @@ fwd_keep_upstream(struct eg_conn *c)
 	int fd = c->uio.fd;
 	size_t limit;
 
-	if (fd == -1 || c->t.addrs == NULL || c->t.ai == 0 || !f->req_done ||
-	    f->resp_eof_delim || f->resp.close || f->resp_extra ||
+	if (fd == -1 || c->t.addrs == NULL || c->t.ai == 0 || !f->req.done ||
+	    f->resp_fr.eof_delim || f->resp.close || f->resp_extra ||
 	    f->rlen > 0 || c->u_eof || c->u2c.hup || eg_pend_busy(&c->c2u))
 		return;
 	/* idle upstreams must not take the descriptors that refusals need
@@ -410,7 +465,7 @@ eg_forward_do(struct eg_conn *c)
 	struct fwd *f = c->f;
 	struct eg_io_res r;
 
-	r = fwd_request(c);
+	r = eg_body_pump(c, &f->req, UINT64_MAX, fwd_flush, EG_END_ERROR);
 	if (r.st == EG_IO_AGAIN)
 		r = fwd_response(c);
 	if (r.st != EG_IO_AGAIN) {
@@ -424,7 +479,7 @@ eg_forward_do(struct eg_conn *c)
 	if (!f->resp_done || eg_pend_busy(&c->u2c))
 		return EG_IO_AGAIN;
 	fwd_keep_upstream(c);
-	if (!f->req_done || !f->keepalive) {
+	if (!f->req.done || !f->keepalive) {
 		eg_conn_close(c, EG_END_DONE);
 		return EG_IO_CLOSED;
 	}

@@ -167,6 +167,44 @@ json_byte(struct eg_meter *m, uint8_t c)
 	}
 }
 
+/* The bytes json_byte() acts on in state S_TOP: the rest pass unread. */
+static const uint8_t top_byte[256] = {
+	['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
+};
+
+/*
+ * n bytes of JSON: as json_byte() on each, but a run of bytes that change
+ * nothing at the top (most of a body: text, other keys' values) is passed
+ * over, and a run inside a string is added to the key buffer at once.
+ */
+static void
+json_bytes(struct eg_meter *m, const uint8_t *p, size_t n)
+{
+	size_t i = 0, j, room;
+
+	while (i < n) {
+		if (m->st == S_TOP) {
+			for (j = i; j < n && !top_byte[p[j]]; j++)
+				;
+		} else if (m->st == S_STR && !m->esc) {
+			for (j = i; j < n && p[j] != '"' && p[j] != '\\' &&
+			    p[j] != '\n'; j++)
+				;
+			/* as many as fit; a longer string is no plain key
+			 * (klen stays sizeof(kbuf)) */
+			room = sizeof(m->kbuf) - m->klen;
+			memcpy(m->kbuf + m->klen, p + i, j - i < room ? j - i :
+			    room);
+			m->klen += j - i < room ? j - i : room;
+		} else
+			j = i;
+		if (j == n)
+			break;
+		json_byte(m, p[j]);
+		i = j + 1;
+	}
+}
+
 void
 eg_meter_feed(struct eg_meter *m, const uint8_t *p, size_t n)
 {
@@ -176,8 +214,7 @@ eg_meter_feed(struct eg_meter *m, const uint8_t *p, size_t n)
 	if (m->kind == EG_METER_NONE)
 		return;
 	if (!m->chunked) {
-		for (; i < n; i++)
-			json_byte(m, p[i]);
+		json_bytes(m, p, n);
 		return;
 	}
 	while (i < n) {
@@ -201,8 +238,9 @@ eg_meter_feed(struct eg_meter *m, const uint8_t *p, size_t n)
 			k = n - i;
 			if (k > m->cleft)
 				k = (size_t)m->cleft;
-			for (; k > 0; k--, i++, m->cleft--)
-				json_byte(m, p[i]);
+			json_bytes(m, p + i, k);
+			i += k;
+			m->cleft -= k;
 			if (m->cleft == 0)
 				m->cst = C_DATA_END;
 			break;

@@ -43,7 +43,6 @@
 
 struct eg_rt {
 	const struct eg_route	*route;		/* in c->cfg; NULL: none */
-	char			 rule[EG_ROUTE_NAME_MAX + 8];	/* route:NAME */
 	char			 name[EG_ROUTE_NAME_MAX * 4 + 1];	/* escaped */
 	char			*path;		/* /REST, NUL-terminated */
 	size_t			 rest_off, rest_len;	/* in h->buf, query too */
@@ -53,16 +52,11 @@ struct eg_rt {
 	int			 started;	/* ALLOW written, request out */
 	int			 sent_resp;	/* response bytes went out */
 	uint64_t		 t_us;		/* eg_clock_us() at ALLOW */
-	/* the request body */
-	int64_t			 req_left;
-	struct eg_chunk		 req_chunk;
-	int			 req_chunked, req_done;
-	uint64_t		 req_bytes;
+	struct eg_body		 req;		/* the request body */
 	/* the response */
-	int			 resp_head_done, resp_done, resp_eof_delim;
-	int			 resp_chunked, is_head, keepalive, up_keepalive;
-	int64_t			 resp_left;
-	struct eg_chunk		 resp_chunk;
+	int			 resp_head_done, resp_done;
+	int			 is_head, keepalive, up_keepalive;
+	struct eg_rframe	 resp_fr;
 	struct eg_resp		 resp;
 	int			 status;
 	struct eg_meter		 meter;
@@ -86,6 +80,20 @@ struct eg_rt {
 #define UPOOL_ROUTE	32
 #define UPOOL_MAX	64
 
+/*
+ * A request's state (struct eg_rt with its response head buffer,
+ * max_header_bytes) is kept for the worker's next request when it ends:
+ * zeroing it per request was a fifth of egressd's own instructions per
+ * small route request, and freeing a burst of them made the allocator
+ * madvise(2).  As many as the pool keeps upstream connections of a route
+ * (one per concurrent client).
+ */
+#ifdef __SANITIZE_ADDRESS__
+#define RT_SPARE	0		/* ASan sees every use after free */
+#else
+#define RT_SPARE	UPOOL_ROUTE
+#endif
+
 struct upent {
 	struct upent		*next;		/* newest first */
 	int			 fd;
@@ -96,12 +104,66 @@ struct upent {
 	char			 addr[sizeof(((struct eg_target *)0)->addr)];
 };
 
+static void	routepool_tick(void *);
+
 struct routepool {
 	struct eg_worker	*w;
 	struct upent		*head;
 	unsigned		 n;
 	struct eg_timer		 tmo;
+	struct eg_rt		*spare[RT_SPARE + 1];	/* ended requests'
+							   (+1: never 0) */
+	unsigned		 nspare;
 };
+
+static struct routepool *
+routepool_get(struct eg_worker *w)
+{
+	struct routepool *up = w->routepool;
+
+	if (up == NULL) {
+		if ((up = eg_calloc(1, sizeof(*up))) == NULL)
+			return NULL;
+		up->w = w;
+		eg_timer_init(&up->tmo, routepool_tick, up);
+		w->routepool = up;
+	}
+	return up;
+}
+
+/* A request's state, zeroed but for the head buffer (rcap bytes). */
+static struct eg_rt *
+rt_new(struct eg_worker *w, size_t rcap)
+{
+	struct routepool *up = routepool_get(w);
+	struct eg_rt *rt;
+
+	if (up != NULL && up->nspare > 0 &&
+	    up->spare[up->nspare - 1]->rcap == rcap)
+		rt = up->spare[--up->nspare];
+	else if ((rt = eg_malloc(sizeof(*rt) + rcap)) == NULL)
+		return NULL;
+	memset(rt, 0, sizeof(*rt));
+	rt->rcap = rcap;
+	return rt;
+}
+
+/* The request is over: its state is kept for the next one, or freed. */
+static void
+rt_free(struct eg_worker *w, struct eg_rt *rt)
+{
+	struct routepool *up = w->routepool;
+
+	if (rt == NULL)
+		return;
+	eg_free(rt->path);
+	rt->path = NULL;
+	if (up == NULL || up->nspare + 1 > RT_SPARE) {	/* (0 under ASan) */
+		eg_free(rt);
+		return;
+	}
+	up->spare[up->nspare++] = rt;
+}
 
 static void
 upent_free(struct upent *e)
@@ -165,6 +227,8 @@ eg_route_pool_drain(struct eg_worker *w)
 		up->head = e->next;
 		upent_free(e);
 	}
+	while (up->nspare > 0)
+		eg_free(up->spare[--up->nspare]);
 	eg_free(up);
 	w->routepool = NULL;
 }
@@ -178,13 +242,8 @@ up_park(struct eg_conn *c)
 	struct upent *e, **pp, **oldest = NULL;
 	unsigned same = 0;
 
-	if (up == NULL) {
-		if ((up = eg_calloc(1, sizeof(*up))) == NULL)
-			return;
-		up->w = w;
-		eg_timer_init(&up->tmo, routepool_tick, up);
-		w->routepool = up;
-	}
+	if ((up = routepool_get(w)) == NULL)
+		return;
 	if ((e = eg_calloc(1, sizeof(*e))) == NULL)
 		return;
 	/* full: the oldest of the route, else the oldest of all, goes */
@@ -308,11 +367,8 @@ up_alive(struct eg_conn *c)
 void
 eg_route_free(struct eg_conn *c)
 {
-	if (c->rt != NULL) {
-		eg_free(c->rt->path);
-		eg_free(c->rt);
-		c->rt = NULL;
-	}
+	rt_free(c->w, c->rt);
+	c->rt = NULL;
 	eg_tls_free(c->tls);
 	c->tls = NULL;
 	c->uroute = NULL;
@@ -341,7 +397,7 @@ eg_route_event(const struct eg_conn *c, struct eg_event *ev)
 		return;
 	if (ev->type == EGRESS_EV_ALLOW) {
 		ev->cred = rt->route->nhdr > 0 ? rt->route->cred : NULL;
-		ev->rule = rt->rule;
+		ev->rule = rt->route->rule;
 	}
 	if (ev->type == EGRESS_EV_CLOSE) {
 		ev->tokens_in = rt->meter.in;
@@ -469,17 +525,13 @@ eg_route_head(struct eg_conn *c)
 	}
 	e = tg + q->path_len;
 	eg_route_split(tg, (size_t)(e - tg), &nl, &pl);
-	rt = eg_calloc(1, sizeof(*rt) + c->cfg->max_header_bytes);
+	rt = rt_new(c->w, c->cfg->max_header_bytes);
 	if (rt == NULL) {
 		eg_conn_close(c, EG_END_ERROR);
 		return 1;
 	}
-	if (c->rt != NULL) {
-		eg_free(c->rt->path);
-		eg_free(c->rt);
-	}
+	rt_free(c->w, c->rt);
 	c->rt = rt;
-	rt->rcap = c->cfg->max_header_bytes;
 	esc_name(tg + 1, nl > EG_ROUTE_NAME_MAX ? EG_ROUTE_NAME_MAX + 1 : nl,
 	    rt->name, sizeof(rt->name));
 	rt->rest_off = q->path_off + 1 + nl;
@@ -516,7 +568,6 @@ eg_route_head(struct eg_conn *c)
 	if (r != NULL) {
 		c->t.host = r->host;
 		c->t.port = r->port;
-		snprintf(rt->rule, sizeof(rt->rule), "route:%s", r->name);
 		if ((why = eg_route_path_bad(rt->path, strlen(rt->path))) !=
 		    NULL || (pl > 0 && tg[1 + nl] != '/'))
 			verdict = 400;
@@ -548,7 +599,6 @@ eg_route_head(struct eg_conn *c)
 		if ((unsigned char)rt->path[i] <= 0x20 ||
 		    (unsigned char)rt->path[i] >= 0x7f)
 			rt->path[i] = '?';
-	esc_name((const uint8_t *)rt->path, strlen(rt->path), qp, sizeof(qp));
 	c->kept = 0;
 	switch (verdict) {
 	case 404:
@@ -567,6 +617,8 @@ eg_route_head(struct eg_conn *c)
 		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403, body);
 		return 1;
 	case -403:
+		esc_name((const uint8_t *)rt->path, strlen(rt->path), qp,
+		    sizeof(qp));
 		snprintf(body, sizeof(body), "egressd: %s %s is not allowed by "
 		    "route %s", q->method, qp, r->name);
 		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_ROUTE_NOT_ALLOWED, 403,
@@ -692,10 +744,8 @@ route_start(struct eg_conn *c)
 	struct eg_req *q = &h->req;
 	struct eg_event ev;
 	char *out = (char *)c->w->scratch, body[512];
-	size_t extra;
-	ssize_t n, k;
-	int64_t nb;
-	int done = 0, ok;
+	ssize_t n;
+	int ok;
 
 	rt->handshaking = 0;
 	pthread_rwlock_rdlock(&c->ex->lock);
@@ -746,8 +796,8 @@ route_start(struct eg_conn *c)
 	eg_meter_init(&rt->meter, rt->route->meter, 0);
 	n = eg_route_upstream_head(rt->route, h->buf, q, rt->rest_off,
 	    rt->rest_len, out, sizeof(c->w->scratch));
-	extra = h->len - q->head_len;
-	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + extra) == -1 ||
+	if (n < 0 || eg_pend_reserve(c, &c->c2u, (size_t)n + h->len -
+	    q->head_len) == -1 ||
 	    eg_pend_append(c, &c->c2u, out, (size_t)n) == -1) {
 		explicit_bzero(out, sizeof(c->w->scratch));
 		eg_conn_close(c, EG_END_ERROR);
@@ -755,42 +805,10 @@ route_start(struct eg_conn *c)
 	}
 	/* the scratch held the credential: not left there */
 	explicit_bzero(out, (size_t)n);
-	if (q->chunked) {
-		rt->req_chunked = 1;
-		eg_chunk_init(&rt->req_chunk);
-		rt->req_left = -1;
-	} else
-		rt->req_left = q->content_length > 0 ? q->content_length : 0;
-	nb = 0;
-	if (extra > 0 && (rt->req_chunked || rt->req_left > 0)) {
-		if (rt->req_chunked) {
-			k = eg_chunk_feed(&rt->req_chunk,
-			    h->buf + q->head_len, extra, &done);
-			if (k < 0) {
-				eg_conn_close(c, EG_END_ERROR);
-				return;
-			}
-			nb = k;
-			rt->req_done = done;
-		} else {
-			nb = (int64_t)extra < rt->req_left ? (int64_t)extra :
-			    rt->req_left;
-			rt->req_left -= nb;
-		}
-		if (eg_pend_append(c, &c->c2u, h->buf + q->head_len,
-		    (size_t)nb) == -1) {
-			eg_conn_close(c, EG_END_ERROR);
-			return;
-		}
-		c->up += (uint64_t)nb;
-		rt->req_bytes += (uint64_t)nb;
+	if (eg_body_begin(c, &rt->req) == -1) {
+		eg_conn_close(c, EG_END_ERROR);
+		return;
 	}
-	if (!rt->req_chunked && rt->req_left == 0)
-		rt->req_done = 1;
-	/* what follows (a pipelined request) moves to the buffer's start */
-	memmove(h->buf, h->buf + q->head_len + nb, extra - (size_t)nb);
-	h->len = extra - (size_t)nb;
-	h->scan = 0;
 	c->last = eg_loop_now(c->w->loop);
 	if (c->state == EG_CS_ROUTE)
 		eg_conn_set_state(c, EG_CS_ROUTE);	/* the idle timer now */
@@ -801,103 +819,27 @@ route_start(struct eg_conn *c)
 /* --- the relay ------------------------------------------------------------------ */
 
 static struct eg_io_res
-route_request(struct eg_conn *c)
-{
-	struct eg_rt *rt = c->rt;
-	uint8_t *s = c->w->scratch;
-	enum eg_io_st st;
-	ssize_t n, k;
-	int done = 0;
-
-	switch (up_flush(c)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
-	}
-	while (!rt->req_done) {
-		size_t want = TUNBUF;
-
-		if (!rt->req_chunked && (uint64_t)rt->req_left < want)
-			want = (size_t)rt->req_left;
-		if (rt->req_chunked && c->h->cap < want)
-			want = c->h->cap;
-		n = recv(c->cio.fd, s, want, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-		if (n <= 0) {
-			c->c_eof = 1;
-			return EG_IO_RES(n == 0 ? EG_IO_EOF : EG_IO_ERR,
-			    EG_END_CLIENT_CLOSED);
-		}
-		c->last = eg_loop_now(c->w->loop);
-		if (rt->req_chunked) {
-			k = eg_chunk_feed(&rt->req_chunk, s, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			if (k < n) {
-				memcpy(c->h->buf, s + k, (size_t)(n - k));
-				c->h->len = (size_t)(n - k);
-			}
-			n = k;
-			rt->req_done = done;
-		} else {
-			rt->req_left -= n;
-			if (rt->req_left == 0)
-				rt->req_done = 1;
-		}
-		rt->req_bytes += (uint64_t)n;
-		if (rt->req_bytes > rt->route->max_request_bytes) {
-			/* a chunked body grew past the limit: the upstream
-			 * request is abandoned (and never completed) */
-			return EG_IO_RES(EG_IO_ERR, EG_END_NONE);
-		}
-		c->up += (uint64_t)n;
-		if (eg_pend_append(c, &c->c2u, s, (size_t)n) == -1 ||
-		    (st = up_flush(c)) == EG_IO_ERR)
-			return EG_IO_RES(EG_IO_ERR, EG_END_UPSTREAM_CLOSED);
-		if (st == EG_IO_AGAIN)
-			return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	}
-	return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-}
-
-static struct eg_io_res
 route_response(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	char *out = (char *)c->w->scratch;
-	size_t hl = 0, scan, extra, room;
-	const char *why;
-	enum eg_parse r;
+	size_t hl = 0, extra, room;
+	struct eg_io_res res;
 	enum eg_io_st st;
 	ssize_t n, k;
-	int done = 0;
+	int done = 0, past = 0;
 	uint8_t *p;
 
-	switch (eg_pend_flush(c, &c->u2c, c->cio.fd)) {
-	case EG_IO_OK:
-		break;
-	case EG_IO_AGAIN:
-		return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
-	default:
-		return EG_IO_RES(EG_IO_ERR, EG_END_CLIENT_CLOSED);
-	}
+	res = eg_flush_res(eg_pend_flush(c, &c->u2c, c->cio.fd),
+	    EG_END_CLIENT_CLOSED);
+	if (res.st != EG_IO_OK)
+		return res;
 	while (!rt->resp_head_done) {
-		r = EG_PARSE_AGAIN;
-		if (rt->rlen > 0) {
-			scan = 0;
-			r = eg_head_scan(rt->rbuf, rt->rlen, &scan, &hl);
-			if (r == EG_PARSE_BAD)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-		}
-		if (r != EG_PARSE_OK) {
-			if (rt->rlen == rt->rcap)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		st = eg_resp_head_get(rt->rbuf, rt->rlen, rt->rcap, &rt->resp,
+		    &hl);
+		if (st == EG_IO_ERR)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (st == EG_IO_AGAIN) {
 			/* nothing from the upstream since the request went
 			 * (epoll says when): no read that can only fail */
 			if (rt->rlen == 0 && !c->u2c.rd &&
@@ -913,40 +855,23 @@ route_response(struct eg_conn *c)
 			rt->rlen += (size_t)n;
 			continue;
 		}
-		if (eg_resp_parse(rt->rbuf, hl, &rt->resp, &why) !=
-		    EG_PARSE_OK || rt->resp.status == 101)
-			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 		if (rt->resp.status < 200) {
 			/* 100 Continue, 103: passed on, then the next head */
-			if (eg_pend_reserve(c, &c->u2c, hl) == -1 ||
-			    eg_pend_append(c, &c->u2c, rt->rbuf, hl) == -1)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			rt->rlen -= hl;
-			memmove(rt->rbuf, rt->rbuf + hl, rt->rlen);
-			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-			if (st == EG_IO_ERR)
-				return EG_IO_RES(EG_IO_ERR,
-				    EG_END_CLIENT_CLOSED);
-			if (st == EG_IO_AGAIN)
-				return EG_IO_RES(EG_IO_AGAIN, EG_END_NONE);
+			res = eg_resp_interim(c, rt->rbuf, &rt->rlen, hl);
+			if (res.st != EG_IO_OK)
+				return res;
 			continue;
 		}
 		rt->resp_head_done = 1;
 		rt->status = rt->resp.status;
 		rt->up_keepalive = !rt->resp.close;
-		if (rt->is_head || rt->resp.nobody)
-			rt->resp_left = 0;
-		else if (rt->resp.chunked) {
-			rt->resp_chunked = 1;
-			eg_chunk_init(&rt->resp_chunk);
-		} else if (rt->resp.content_length >= 0)
-			rt->resp_left = rt->resp.content_length;
-		else {
-			rt->resp_eof_delim = 1;
+		eg_rframe_init(&rt->resp_fr, &rt->resp, rt->is_head);
+		if (rt->resp_fr.eof_delim) {
 			rt->keepalive = 0;
 			rt->up_keepalive = 0;
 		}
-		eg_meter_init(&rt->meter, rt->route->meter, rt->resp_chunked);
+		eg_meter_init(&rt->meter, rt->route->meter,
+		    rt->resp_fr.chunked);
 		k = eg_resp_head(rt->rbuf, &rt->resp, rt->keepalive, out,
 		    sizeof(c->w->scratch));
 		if (k < 0 || eg_pend_reserve(c, &c->u2c, (size_t)k) == -1 ||
@@ -964,52 +889,40 @@ route_response(struct eg_conn *c)
 	 * the end, not after every append.
 	 */
 	for (;;) {
-		if (!rt->resp_eof_delim && !rt->resp_chunked &&
-		    rt->resp_left == 0) {
+		if (eg_rframe_ended(&rt->resp_fr)) {
 			rt->resp_done = 1;
 			break;
 		}
+		/*
+		 * As much as the pending buffer still takes.  It is flushed
+		 * first when full or, before a read from the upstream, unless
+		 * more is already received (a body record after the head's:
+		 * it joins the pending bytes, no send between).
+		 */
+		room = c->u2c.b.p == NULL ? TUNBUF : eg_buf_space(&c->u2c.b);
+		if (room > TUNBUF)
+			room = TUNBUF;
+		if (rt->rlen > 0 ? room == 0 : c->tls == NULL || room < 1024 ||
+		    !eg_tls_buffered(c->tls)) {
+			st = eg_pend_flush(c, &c->u2c, c->cio.fd);
+			if (st == EG_IO_ERR)
+				return EG_IO_RES(EG_IO_ERR,
+				    EG_END_CLIENT_CLOSED);
+			if (st == EG_IO_AGAIN)
+				break;
+			room = TUNBUF;
+		}
 		if (rt->rlen > 0) {
-			/* as much as the pending buffer still takes */
-			room = c->u2c.b.p == NULL ? TUNBUF :
-			    eg_buf_space(&c->u2c.b);
-			if (room == 0) {
-				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-				if (st == EG_IO_ERR)
-					return EG_IO_RES(EG_IO_ERR,
-					    EG_END_CLIENT_CLOSED);
-				if (st == EG_IO_AGAIN)
-					break;
-				room = TUNBUF;
-			}
-			if (room > TUNBUF)
-				room = TUNBUF;
 			n = rt->rlen > room ? (ssize_t)room : (ssize_t)rt->rlen;
 			memcpy(c->w->scratch, rt->rbuf, (size_t)n);
 			memmove(rt->rbuf, rt->rbuf + n, rt->rlen - (size_t)n);
 			rt->rlen -= (size_t)n;
 		} else {
-			/* more already received (a body record after the
-			 * head's): joins the pending bytes, no send between */
-			room = c->u2c.b.p == NULL ? TUNBUF :
-			    eg_buf_space(&c->u2c.b);
-			if (room > TUNBUF)
-				room = TUNBUF;
-			if (c->tls == NULL || room < 1024 ||
-			    !eg_tls_buffered(c->tls)) {
-				st = eg_pend_flush(c, &c->u2c, c->cio.fd);
-				if (st == EG_IO_ERR)
-					return EG_IO_RES(EG_IO_ERR,
-					    EG_END_CLIENT_CLOSED);
-				if (st == EG_IO_AGAIN)
-					break;
-				room = TUNBUF;
-			}
 			n = up_recv(c, c->w->scratch, room);
 			if (n == -2)
 				break;
 			if (n <= 0) {
-				if (rt->resp_eof_delim && n == 0) {
+				if (rt->resp_fr.eof_delim && n == 0) {
 					rt->resp_done = 1;
 					break;
 				}
@@ -1019,18 +932,12 @@ route_response(struct eg_conn *c)
 		}
 		p = c->w->scratch;
 		c->last = eg_loop_now(c->w->loop);
-		if (rt->resp_chunked) {
-			k = eg_chunk_feed(&rt->resp_chunk, p, (size_t)n, &done);
-			if (k < 0)
-				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
-			n = k;
-			if (done)
-				rt->resp_done = 1;
-		} else if (!rt->resp_eof_delim) {
-			if (n > rt->resp_left)
-				n = (ssize_t)rt->resp_left;
-			rt->resp_left -= n;
-		}
+		/* bytes past the body are not passed on */
+		if ((n = eg_rframe_feed(&rt->resp_fr, p, n, &done,
+		    &past)) < 0)
+			return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
+		if (done)
+			rt->resp_done = 1;
 		eg_meter_feed(&rt->meter, p, (size_t)n);
 		c->down += (uint64_t)n;
 		if (eg_pend_append(c, &c->u2c, p, (size_t)n) == -1)
@@ -1080,9 +987,9 @@ route_done(struct eg_conn *c)
 
 	eg_metrics_route(c->ex->metrics, rt->route->name, rt->status,
 	    eg_clock_us() - rt->t_us);
-	if (!rt->up_keepalive || !rt->req_done)
+	if (!rt->up_keepalive || !rt->req.done)
 		up_close(c);
-	if (!rt->keepalive || !rt->req_done) {
+	if (!rt->keepalive || !rt->req.done) {
 		if (up_parkable(c))
 			up_park(c);	/* the next client may use it */
 		eg_conn_close(c, EG_END_DONE);
@@ -1099,8 +1006,7 @@ route_done(struct eg_conn *c)
 	eg_conn_reset_for_next(c);
 	if (fd != -1)
 		eg_io_set_fd(&c->uio, fd);
-	eg_free(rt->path);
-	eg_free(rt);
+	rt_free(c->w, rt);
 	c->rt = NULL;
 	if (c->state != EG_CS_HEAD)
 		return EG_IO_CLOSED;
@@ -1120,12 +1026,13 @@ eg_route_do(struct eg_conn *c)
 		return route_handshake(c);
 	/* a client gone while its answer streams: the upstream request
 	 * is cancelled (its connection closed) */
-	if (rt->req_done && c->c2u.hup && !eg_pend_busy(&c->c2u)) {
+	if (rt->req.done && c->c2u.hup && !eg_pend_busy(&c->c2u)) {
 		up_close(c);
 		eg_conn_close(c, EG_END_CLIENT_CLOSED);
 		return EG_IO_CLOSED;
 	}
-	r = route_request(c);
+	r = eg_body_pump(c, &rt->req, rt->route->max_request_bytes, up_flush,
+	    EG_END_UPSTREAM_CLOSED);
 	if (r.st == EG_IO_ERR && r.end == EG_END_NONE) {
 		/* a chunked body over max_request_bytes */
 		up_close(c);
@@ -1199,7 +1106,7 @@ eg_route_interest(struct eg_conn *c, uint32_t *ce, uint32_t *ue)
 		*ue |= EPOLLIN | EPOLLRDHUP;
 	if (eg_pend_busy(&c->c2u))
 		*ue |= rt->want == EG_TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
-	else if (!c->c_eof && !rt->req_done)
+	else if (!c->c_eof && !rt->req.done)
 		*ce |= EPOLLIN | EPOLLRDHUP;
 	else if (!c->c_eof && !c->c2u.hup)
 		/*

@@ -42,6 +42,7 @@ struct eg_route_allow {
 
 struct eg_route {
 	char			*name;
+	char			 rule[EG_ROUTE_NAME_MAX + 7];	/* route:NAME */
 	int			 line;		/* of [route:NAME] */
 	int			 https;
 	struct eg_host		 host;

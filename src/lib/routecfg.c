@@ -41,6 +41,18 @@ q(const char *s, size_t len, char *buf, size_t cap)
 	return eg_quote(s, len, 80, buf, cap);
 }
 
+/* One more element, zeroed, at the end of the array arr of n: the array's
+ * new address, or NULL (out of memory: arr is unchanged). */
+static void *
+slot_add(void *arr, size_t n, size_t size)
+{
+	char *p = eg_reallocarray(arr, n + 1, size);
+
+	if (p != NULL)
+		memset(p + n * size, 0, size);
+	return p;
+}
+
 int
 eg_route_section(struct eg_cfg *cfg, const char *name, size_t len, int line,
     char *msg, size_t msglen)
@@ -63,14 +75,14 @@ eg_route_section(struct eg_cfg *cfg, const char *name, size_t len, int line,
 			    cfg->routes[i].line);
 			return -1;
 		}
-	nr = eg_reallocarray(cfg->routes, cfg->nroutes + 1, sizeof(*nr));
-	if (nr == NULL)
+	if ((nr = slot_add(cfg->routes, cfg->nroutes, sizeof(*nr))) == NULL)
 		goto nomem;
 	cfg->routes = nr;
 	r = &nr[cfg->nroutes];
-	memset(r, 0, sizeof(*r));
 	if ((r->name = eg_strndup(name, len)) == NULL)
 		goto nomem;
+	memcpy(r->rule, "route:", 6);
+	memcpy(r->rule + 6, name, len);		/* len <= EG_ROUTE_NAME_MAX */
 	r->line = line;
 	r->max_request_bytes = 32ULL << 20;
 	cfg->nroutes++;
@@ -165,8 +177,7 @@ secret_file(const char *path, size_t *lenp, char *msg, size_t msglen)
 {
 	struct stat st;
 	char why[256], *buf;
-	size_t len = 0;
-	ssize_t n;
+	size_t len;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) ==
@@ -188,14 +199,7 @@ secret_file(const char *path, size_t *lenp, char *msg, size_t msglen)
 		snprintf(msg, msglen, "out of memory");
 		return NULL;
 	}
-	while (len < SECRET_FILE_MAX) {
-		n = read(fd, buf + len, SECRET_FILE_MAX - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	len = eg_read_upto(fd, buf, SECRET_FILE_MAX);
 	close(fd);
 	buf[len] = '\0';
 	len = strcspn(buf, "\r\n");
@@ -345,12 +349,10 @@ allow_add(struct eg_route *r, const char *val, char *msg, size_t msglen)
 				goto bad;
 	if (eg_route_path_bad(path, strlen(path)) != NULL)
 		goto bad;
-	na = eg_reallocarray(r->allow, r->nallow + 1, sizeof(*na));
-	if (na == NULL)
+	if ((na = slot_add(r->allow, r->nallow, sizeof(*na))) == NULL)
 		goto nomem;
 	r->allow = na;
 	a = &na[r->nallow];
-	memset(a, 0, sizeof(*a));
 	memcpy(a->method, val, ml);
 	a->path_len = strlen(path);
 	if ((a->path = eg_strdup(path)) == NULL)

@@ -191,6 +191,24 @@ eg_secret_mode_why(const struct stat *st, const char *path,
 	return NULL;
 }
 
+/* Read fd into buf up to cap bytes, to its end or a read error: the length. */
+static inline size_t
+eg_read_upto(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < cap) {
+		n = read(fd, buf + len, cap - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	return len;
+}
+
 /*
  * Read a bearer token file into buf (EG_TOKEN_MAX + 1 bytes): one word of
  * printable ASCII, EG_TOKEN_MIN to EG_TOKEN_MAX bytes, trailing white
@@ -205,8 +223,7 @@ eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1], char *msg,
 {
 	const char *why = NULL;
 	struct stat st;
-	size_t len = 0, i;
-	ssize_t n;
+	size_t len, i;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
@@ -222,14 +239,7 @@ eg_token_read(const char *path, char buf[EG_TOKEN_MAX + 1], char *msg,
 		close(fd);
 		return msg;
 	}
-	while (len < EG_TOKEN_MAX + 1) {
-		n = read(fd, buf + len, EG_TOKEN_MAX + 1 - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	len = eg_read_upto(fd, buf, EG_TOKEN_MAX + 1);
 	close(fd);
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
 	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))

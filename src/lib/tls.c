@@ -277,6 +277,20 @@ eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 	return 0;
 }
 
+/* An mbedtls_ssl_read() or _write() result as ours: the bytes (0: EOF),
+ * EG_TLS_WANT_READ or _WRITE, or -1. */
+static ssize_t
+tls_io_result(int rc)
+{
+	if (rc >= 0)
+		return rc;
+	if (rc == MBEDTLS_ERR_SSL_WANT_READ)
+		return EG_TLS_WANT_READ;
+	if (rc == MBEDTLS_ERR_SSL_WANT_WRITE)
+		return EG_TLS_WANT_WRITE;
+	return -1;
+}
+
 ssize_t
 eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 {
@@ -292,15 +306,9 @@ eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 	while (0);
 #endif
 
-	if (rc > 0)
-		return rc;
-	if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
+	if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
 		return 0;
-	if (rc == MBEDTLS_ERR_SSL_WANT_READ)
-		return EG_TLS_WANT_READ;
-	if (rc == MBEDTLS_ERR_SSL_WANT_WRITE)
-		return EG_TLS_WANT_WRITE;
-	return -1;
+	return tls_io_result(rc);
 }
 
 ssize_t
@@ -308,13 +316,8 @@ eg_tls_write(struct eg_tls *t, const void *buf, size_t n)
 {
 	int rc = mbedtls_ssl_write(&t->ssl, buf, n);
 
-	if (rc > 0)
-		return rc;
-	if (rc == MBEDTLS_ERR_SSL_WANT_READ)
-		return EG_TLS_WANT_READ;
-	if (rc == MBEDTLS_ERR_SSL_WANT_WRITE)
-		return EG_TLS_WANT_WRITE;
-	return -1;
+	/* a write that wrote nothing is an error, not an EOF */
+	return rc == 0 ? -1 : tls_io_result(rc);
 }
 
 size_t

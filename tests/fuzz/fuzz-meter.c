@@ -3,7 +3,9 @@
  * (src/lib/meter.c): any upstream body, fed at once or in pieces of any
  * size, must give the same counts (the reader keeps state across reads,
  * in bounded memory), for both meters, framed chunked or not.  The first
- * byte picks the meter, the framing and the piece size.
+ * byte picks the meter, the framing and the piece size.  One byte at a
+ * time is the reader's byte by byte path: the runs it passes over at once
+ * in larger pieces must count the same.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ run(struct eg_meter *m, enum eg_meter_kind k, int chunked, const uint8_t *p,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct eg_meter a, b;
+	struct eg_meter a, b, c;
 	enum eg_meter_kind k;
 	int chunked;
 	size_t step;
@@ -42,7 +44,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	step = (size_t)(data[0] >> 2) + 1;
 	run(&a, k, chunked, data + 1, size - 1, size);
 	run(&b, k, chunked, data + 1, size - 1, step);
+	run(&c, k, chunked, data + 1, size - 1, 1);
 	if (a.in != b.in || a.out != b.out || a.cached != b.cached)
+		abort();
+	if (a.in != c.in || a.out != c.out || a.cached != c.cached)
 		abort();
 	if (a.in < -1 || a.out < -1 || a.cached < -1)
 		abort();
