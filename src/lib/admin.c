@@ -26,13 +26,15 @@
 #include "audit.h"
 #include "buf.h"
 #include "cfg.h"
+#include "core.h"
+#include "event.h"
 #include "listen.h"
+#include "log.h"
 #include "metrics.h"
 #include "policy.h"
-#include "shared.h"
-#include "proxy.h"
 #include "sessbody.h"
 #include "session.h"
+#include "shared.h"
 
 #define JSON_MAX	(16u << 20)	/* largest response we build */
 /*

@@ -14,10 +14,13 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "conn.h"
+#include "core.h"
 #include "dns.h"
+#include "event.h"
 #include "host.h"
+#include "log.h"
 #include "loop.h"
-#include "proxy.h"
 #include "reqparse.h"
 #include "sni.h"
 #include "target.h"

@@ -16,8 +16,9 @@
 
 #include "addrclass.h"
 #include "cfg.h"
+#include "core.h"
 #include "listen.h"
-#include "proxy.h"
+#include "log.h"
 #include "tcpopt.h"
 
 static int

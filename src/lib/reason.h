@@ -11,7 +11,30 @@
 
 #include <stddef.h>
 
-#include "proxy.h"
+
+/* Why a request was refused or failed (BLOCK and FAIL reason=). */
+enum eg_reason {
+	EG_R_NONE,
+	EG_R_NOT_ALLOWED,
+	EG_R_PORT_NOT_ALLOWED,
+	EG_R_PRIVATE_ADDRESS,
+	EG_R_BAD_REQUEST,
+	EG_R_TIMEOUT,
+	EG_R_DNS_FAILURE,
+	EG_R_CONNECT_FAILED,
+	EG_R_CONNECT_TIMEOUT,
+	EG_R_TOO_MANY,
+	EG_R_LOOP,
+	EG_R_SHUTDOWN,
+	EG_R_AUDIT_FAILED,	/* the ALLOW line could not be written */
+	EG_R_BUDGET,		/* a budget of the phase is spent */
+	EG_R_TLS_TO_PROXY,	/* a TLS ClientHello instead of a request */
+	EG_R_NO_ROUTE,		/* routes (route.c): no route of that name */
+	EG_R_ROUTE_NOT_ALLOWED,	/* ... method or path not allowed by it */
+	EG_R_TLS_FAILED,	/* ... upstream certificate refused */
+	EG_R_COUNT		/* (how many; not a reason) */
+};
+extern const char *const eg_reason_name[];
 
 #define EG_REFUSAL_MAX	3072	/* a reply eg_refusal_reply() writes */
 #define EG_HINT_MAX	256	/* bytes of a phase's hint */

@@ -21,32 +21,21 @@
 #include "alloc.h"
 #include "audit.h"
 #include "cfg.h"
+#include "chain.h"
+#include "conn.h"
+#include "core.h"
+#include "event.h"
 #include "listen.h"
-#include "policy.h"
-#include "proxy.h"
+#include "log.h"
 #include "metrics.h"
+#include "policy.h"
 #include "route.h"
 #include "session.h"
 #include "shared.h"
+#include "uuid.h"
 #include "worker.h"
 
 #define SUN_MAX	sizeof(((struct sockaddr_un *)0)->sun_path)
-
-static int
-set_err(struct egress *ex, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-set_err(struct egress *ex, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(eg_errbuf(ex), EG_ERRMSG_MAX, fmt, ap);
-	va_end(ap);
-	errno = e;
-	return -1;
-}
 
 /* --- references, counters ------------------------------------------------ */
 
@@ -129,6 +118,16 @@ eg_session_event(struct egress *ex, const struct eg_event *ev)
 
 /* --- the registry -------------------------------------------------------- */
 
+/* The registry's first entry, the session "default" (embedded in ex,
+ * never freed); the others are appended. */
+void
+eg_sessions_init(struct egress *ex)
+{
+	snprintf(ex->def.name, sizeof(ex->def.name), "default");
+	ex->def.is_default = 1;
+	ex->sessions = &ex->def;
+}
+
 /* Caller holds sesmtx. */
 static struct eg_session *
 reg_find(struct egress *ex, const char *name, size_t len)
@@ -146,13 +145,20 @@ eg_session_get(struct egress *ex, const char *name, size_t len)
 {
 	struct eg_session *s;
 
-	if (len == 7 && memcmp(name, "default", 7) == 0)
-		return &ex->def;
 	pthread_mutex_lock(&ex->sesmtx);
 	s = reg_find(ex, name, len);
 	eg_session_ref(s);
 	pthread_mutex_unlock(&ex->sesmtx);
 	return s;
+}
+
+/* The session named (NULL/"default": the default one), referenced. */
+static struct eg_session *
+sess_named(struct egress *ex, const char *session)
+{
+	if (session == NULL)
+		session = "default";
+	return eg_session_get(ex, session, strlen(session));
 }
 
 void
@@ -162,7 +168,6 @@ eg_sessions_foreach(struct egress *ex,
 	struct eg_session *s;
 
 	pthread_mutex_lock(&ex->sesmtx);
-	fn(&ex->def, arg);
 	for (s = ex->sessions; s != NULL; s = s->next)
 		fn(s, arg);
 	pthread_mutex_unlock(&ex->sesmtx);
@@ -216,32 +221,32 @@ emit_cmd(void *arg)
 	pthread_rwlock_unlock(&c->ex->lock);
 }
 
-/* Like every event, on a loop thread (egress.h). */
+/*
+ * The SESSION and PHASE lines of s, like every event on a loop thread
+ * (egress.h): SESSION action= (phase NULL for close), or PHASE to
+ * s->phase (stable: under ctl) from the phase named from.
+ */
 static void
-emit_on_loop(struct egress *ex, struct eg_event *ev)
+emit_sess(struct egress *ex, struct eg_session *s, const char *action,
+    const struct eg_phase *phase, const char *from, const char *by,
+    unsigned closed)
 {
-	struct emit_cmd c = { ex, ev };
+	struct eg_event ev;
+	struct emit_cmd c = { ex, &ev };
 
+	memset(&ev, 0, sizeof(ev));
+	ev.type = action != NULL ? EGRESS_EV_SESSION : EGRESS_EV_PHASE;
+	ev.sess = s;
+	ev.action = action;
+	ev.phase = phase;
+	ev.from = from;
+	ev.closed = closed;
+	ev.by = by;
 	if (!eg_running(ex) || ex->nw == 0 ||
 	    eg_loop_call(ex->w[0].loop, emit_cmd, &c) == -1)
 		emit_cmd(&c);
 }
 
-static void
-emit_session(struct egress *ex, struct eg_session *s, const char *action,
-    const struct eg_phase *phase, unsigned closed, const char *by)
-{
-	struct eg_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EGRESS_EV_SESSION;
-	ev.sess = s;
-	ev.action = action;
-	ev.phase = phase;
-	ev.closed = closed;
-	ev.by = by;
-	emit_on_loop(ex, &ev);
-}
 
 /* --- own addresses ------------------------------------------------------- */
 
@@ -302,8 +307,9 @@ session_dir(struct egress *ex)
 	else {
 		if (admin == NULL || strchr(admin, '/') == NULL) {
 			if (eg_admin_default_path(def, sizeof(def)) == -1)
-				return set_err(ex, ENAMETOOLONG, "session_dir: "
-				    "the default admin path is too long");
+				return eg_set_err(ex, ENAMETOOLONG,
+				    "session_dir: the default admin path is "
+				    "too long");
 			admin = def;
 		}
 		slash = strrchr(admin, '/');
@@ -311,26 +317,26 @@ session_dir(struct egress *ex)
 		    (int)(slash - admin), admin);
 	}
 	if ((ex->session_dir = eg_malloc(strlen(dir) + 1)) == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	memcpy(ex->session_dir, dir, strlen(dir) + 1);
 check:
 	if (mkdir(ex->session_dir, 0711) == 0) {
 		/* the umask may have narrowed it; 0711 exactly */
 		(void)chmod(ex->session_dir, 0711);
 	} else if (errno != EEXIST)
-		return set_err(ex, errno, "session_dir %s: cannot create it: "
-		    "%s", ex->session_dir, strerror(errno));
+		return eg_set_err(ex, errno, "session_dir %s: cannot create "
+		    "it: %s", ex->session_dir, strerror(errno));
 	if (lstat(ex->session_dir, &st) == -1)
-		return set_err(ex, errno, "session_dir %s: %s",
+		return eg_set_err(ex, errno, "session_dir %s: %s",
 		    ex->session_dir, strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		return set_err(ex, EPERM, "session_dir %s is a symlink; "
+		return eg_set_err(ex, EPERM, "session_dir %s is a symlink; "
 		    "refusing to use it", ex->session_dir);
 	if (!S_ISDIR(st.st_mode))
-		return set_err(ex, ENOTDIR, "session_dir %s is not a folder",
+		return eg_set_err(ex, ENOTDIR, "session_dir %s is not a folder",
 		    ex->session_dir);
 	if (st.st_uid != getuid() || (st.st_mode & 022) != 0)
-		return set_err(ex, EPERM, "session_dir %s must be owned by "
+		return eg_set_err(ex, EPERM, "session_dir %s must be owned by "
 		    "uid %lu and writable by nobody else (it is mode %04o); "
 		    "refusing to use it", ex->session_dir,
 		    (unsigned long)getuid(), (unsigned)(st.st_mode & 07777));
@@ -361,22 +367,22 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 	size_t i, j, len;
 
 	if (n == 0)
-		return set_err(ex, EINVAL, "phases: at least one phase");
+		return eg_set_err(ex, EINVAL, "phases: at least one phase");
 	if ((s->phases = eg_calloc(n, sizeof(*s->phases))) == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	for (i = 0; i < n; i++) {
 		if (ps[i].name == NULL || !eg_phase_name_ok(ps[i].name,
 		    strlen(ps[i].name)))
-			return set_err(ex, EINVAL, "phases: bad phase name "
+			return eg_set_err(ex, EINVAL, "phases: bad phase name "
 			    "'%.80s': 1 to %d of A-Z a-z 0-9 _ . -",
 			    ps[i].name ? ps[i].name : "", EG_PHASE_NAME_MAX);
 		for (j = 0; j < i; j++)
 			if (strcmp(s->phases[j].name, ps[i].name) == 0)
-				return set_err(ex, EINVAL, "phases: phase "
+				return eg_set_err(ex, EINVAL, "phases: phase "
 				    "'%s' given twice", ps[i].name);
 		len = strlen(ps[i].name);
 		if ((s->phases[i].name = eg_malloc(len + 1)) == NULL)
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 		memcpy(s->phases[i].name, ps[i].name, len + 1);
 		s->nphases = i + 1;
 		for (j = 0; ps[i].allow != NULL && ps[i].allow[j] != NULL;
@@ -388,21 +394,21 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 				if (eg_phase_add_route(&s->phases[i],
 				    ps[i].allow[j] + 6,
 				    strlen(ps[i].allow[j] + 6), 0) == -1)
-					return set_err(ex, ENOMEM,
+					return eg_set_err(ex, ENOMEM,
 					    "out of memory");
 				continue;
 			}
 			if (eg_rule_parse(ps[i].allow[j],
 			    strlen(ps[i].allow[j]), &r, &err) == -1)
-				return set_err(ex, EINVAL, "phases: %s: %s",
+				return eg_set_err(ex, EINVAL, "phases: %s: %s",
 				    ps[i].name, err.msg);
 			if (eg_phase_add(&s->phases[i], &r) == -1) {
 				eg_rule_clear(&r);
-				return set_err(ex, ENOMEM, "out of memory");
+				return eg_set_err(ex, ENOMEM, "out of memory");
 			}
 		}
 		if (eg_phase_finish(&s->phases[i]) == -1)
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 	}
 	/* decisions under these phases count in egressd_decisions_total */
 	eg_metrics_register(ex->metrics, s->phases, s->nphases);
@@ -484,7 +490,7 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		ls->sess = s;
 		if (eg_listen_bind_unix(ls, path, ex->cfg->unix_mode,
 		    &err) == -1)
-			return set_err(ex, err.code, "%s", err.msg);
+			return eg_set_err(ex, err.code, "%s", err.msg);
 		s->nls++;
 		ls++;
 	}
@@ -492,7 +498,7 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		memset(ls, 0, sizeof(*ls));
 		ls->sess = s;
 		if (eg_listen_bind_tcp(ls, listen, &err) == -1)
-			return set_err(ex, tcp_bind_code(err.code), "%s",
+			return eg_set_err(ex, tcp_bind_code(err.code), "%s",
 			    err.msg);
 		s->nls++;
 		sess_listen_text(s, ls);
@@ -522,28 +528,28 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	int n;
 
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (name == NULL || !eg_session_name_ok(name, strlen(name)))
-		return set_err(ex, EINVAL, "bad session name '%.80s': 1 to %d "
-		    "of A-Z a-z 0-9 _ . -, not beginning with . or -",
+		return eg_set_err(ex, EINVAL, "bad session name '%.80s': 1 to "
+		    "%d of A-Z a-z 0-9 _ . -, not beginning with . or -",
 		    name ? name : "", EG_SESSION_NAME_MAX);
 	if (strcmp(name, "default") == 0)
-		return set_err(ex, EEXIST, "session 'default' exists");
+		return eg_set_err(ex, EEXIST, "session 'default' exists");
 	if (phase != NULL && !eg_phase_name_ok(phase, strlen(phase)))
-		return set_err(ex, EINVAL, "bad phase name '%.80s'", phase);
+		return eg_set_err(ex, EINVAL, "bad phase name '%.80s'", phase);
 	if (eg_stopping(ex))
-		return set_err(ex, ESHUTDOWN, "shutting down");
+		return eg_set_err(ex, ESHUTDOWN, "shutting down");
 	pthread_mutex_lock(&ex->ctl);
 	pthread_mutex_lock(&ex->sesmtx);
 	dup = reg_find(ex, name, strlen(name));
 	n = ex->nsessions >= ex->cfg->max_sessions;
 	pthread_mutex_unlock(&ex->sesmtx);
 	if (dup != NULL) {
-		set_err(ex, EEXIST, "session '%s' exists", name);
+		eg_set_err(ex, EEXIST, "session '%s' exists", name);
 		goto fail;
 	}
 	if (n) {
-		set_err(ex, ENOSPC, "max_sessions (%u) reached",
+		eg_set_err(ex, ENOSPC, "max_sessions (%u) reached",
 		    ex->cfg->max_sessions);
 		goto fail;
 	}
@@ -552,7 +558,7 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	    (s->lio = eg_calloc(2 * (ex->nw ? ex->nw : 1),
 	    sizeof(*s->lio))) == NULL ||
 	    (s->ring = eg_ring_new(ex->cfg->audit_ring)) == NULL) {
-		set_err(ex, ENOMEM, "out of memory");
+		eg_set_err(ex, ENOMEM, "out of memory");
 		goto fail;
 	}
 	s->ttl_s = ttl_s;
@@ -563,19 +569,19 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 		phase = s->phases != NULL ? s->phases[0].name : ex->cfg->phase;
 	/* ex->cfg changes only under ctl, which we hold */
 	if ((p = sess_phase(ex, s, phase)) == NULL) {
-		set_err(ex, ENOENT, "phase '%s' does not exist", phase);
+		eg_set_err(ex, ENOENT, "phase '%s' does not exist", phase);
 		goto fail;
 	}
 	if (session_dir(ex) == -1)
 		goto fail;
 	n = snprintf(path, sizeof(path), "%s/%s.sock", ex->session_dir, name);
 	if (n < 0 || (size_t)n >= SUN_MAX) {
-		set_err(ex, ENAMETOOLONG, "session socket %s/%s.sock: path "
+		eg_set_err(ex, ENAMETOOLONG, "session socket %s/%s.sock: path "
 		    "too long", ex->session_dir, name);
 		goto fail;
 	}
 	if ((s->sock = eg_malloc((size_t)n + 1)) == NULL) {
-		set_err(ex, ENOMEM, "out of memory");
+		eg_set_err(ex, ENOMEM, "out of memory");
 		goto fail;
 	}
 	memcpy(s->sock, path, (size_t)n + 1);
@@ -589,7 +595,7 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	eg_workers_session(ex, s, 1);
 	if (sess_has_tcp(s))
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "open", p, 0, by);
+	emit_sess(ex, s, "open", p, NULL, by, 0);
 	if (sock != NULL && socklen > 0)
 		snprintf(sock, socklen, "%s", s->sock);
 	if (addr != NULL && addrlen > 0)
@@ -610,22 +616,6 @@ fail:
 
 /* --- phase --------------------------------------------------------------- */
 
-static void
-emit_phase(struct egress *ex, struct eg_session *s, const char *from,
-    const char *by, unsigned closed)
-{
-	struct eg_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EGRESS_EV_PHASE;
-	ev.phase = s->phase;		/* stable: under ctl */
-	ev.sess = s;
-	ev.from = from;
-	ev.by = by;
-	ev.closed = closed;
-	emit_on_loop(ex, &ev);
-}
-
 int
 egress_session_set_phase(struct egress *ex, const char *session,
     const char *phase, const char *by, unsigned *closed)
@@ -635,21 +625,19 @@ egress_session_set_phase(struct egress *ex, const char *session,
 	const char *from;
 	unsigned n;
 
-	if (session == NULL || strcmp(session, "default") == 0)
-		return egress_set_phase(ex, phase, by, closed);
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (phase == NULL)
-		return set_err(ex, EINVAL, "no phase given");
+		return eg_set_err(ex, EINVAL, "no phase given");
 	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_session_get(ex, session, strlen(session))) == NULL) {
+	if ((s = sess_named(ex, session)) == NULL) {
 		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	}
 	pthread_rwlock_wrlock(&ex->lock);
 	if ((p = sess_phase(ex, s, phase)) == NULL) {
-		set_err(ex, ENOENT, "phase '%.80s' does not exist%s", phase,
+		eg_set_err(ex, ENOENT, "phase '%.80s' does not exist%s", phase,
 		    s->phases != NULL ? " in this session" : "");
 		pthread_rwlock_unlock(&ex->lock);
 		pthread_mutex_unlock(&ex->ctl);
@@ -665,7 +653,7 @@ egress_session_set_phase(struct egress *ex, const char *session,
 	eg_budget_reset(&s->bud);	/* a new count, even to the same */
 	pthread_rwlock_unlock(&ex->lock);
 	n = eg_workers_close_forbidden(ex, s, EG_END_PHASE_CHANGE);
-	emit_phase(ex, s, from, by ? by : "api", n);
+	emit_sess(ex, s, NULL, s->phase, from, by ? by : "api", n);
 	pthread_mutex_unlock(&ex->ctl);
 	eg_session_unref(s);
 	if (closed != NULL)
@@ -678,14 +666,16 @@ egress_session_phase(struct egress *ex, const char *session, char *buf,
     size_t len)
 {
 	struct eg_session *s;
+	const struct eg_phase *p;
 
-	if (session == NULL || strcmp(session, "default") == 0)
-		return egress_phase(ex, buf, len);
-	if ((s = eg_session_get(ex, session, strlen(session))) == NULL)
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+	if ((s = sess_named(ex, session)) == NULL)
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	pthread_rwlock_rdlock(&ex->lock);
-	snprintf(buf, len, "%s", s->phase != NULL ? s->phase->name : "");
+	/* (the default one has none before egress_start()) */
+	p = s->phase != NULL ? s->phase : eg_cfg_phase(ex->cfg,
+	    ex->cfg->phase);
+	snprintf(buf, len, "%s", p != NULL ? p->name : "");
 	pthread_rwlock_unlock(&ex->lock);
 	eg_session_unref(s);
 	return 0;
@@ -710,7 +700,7 @@ sess_delete(struct egress *ex, struct eg_session *s, const char *by)
 		eg_lsock_clear(&s->ls[i]);	/* socket files removed */
 	if (tcp)
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "close", NULL, n, by);
+	emit_sess(ex, s, "close", NULL, NULL, by, n);
 	eg_log(ex, EGRESS_LOG_INFO, "session %s closed by %s (%u tunnels)",
 	    s->name, by, n);
 	eg_session_unref(s);	/* the registry's reference */
@@ -725,21 +715,21 @@ egress_session_delete(struct egress *ex, const char *name, const char *by,
 	unsigned n;
 
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (name != NULL && strcmp(name, "default") == 0)
-		return set_err(ex, EPERM, "the session 'default' cannot be "
+		return eg_set_err(ex, EPERM, "the session 'default' cannot be "
 		    "deleted");
 	pthread_mutex_lock(&ex->ctl);
 	if (name == NULL || (s = eg_session_get(ex, name, strlen(name))) ==
 	    NULL) {
 		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    name ? name : "");
 	}
 	if (s->is_static) {
-		set_err(ex, EPERM, "session '%s' comes from the configuration "
-		    "file; remove its [session:%s] section and reload",
-		    s->name, s->name);
+		eg_set_err(ex, EPERM, "session '%s' comes from the "
+		    "configuration file; remove its [session:%s] section and "
+		    "reload", s->name, s->name);
 		pthread_mutex_unlock(&ex->ctl);
 		eg_session_unref(s);
 		errno = EPERM;
@@ -814,7 +804,7 @@ eg_sessions_run(struct egress *ex)
 	if (ex->ttl_started)
 		return 0;
 	if ((rc = pthread_create(&ex->ttl_thr, NULL, ttl_main, ex)) != 0)
-		return set_err(ex, rc, "pthread_create: %s", strerror(rc));
+		return eg_set_err(ex, rc, "pthread_create: %s", strerror(rc));
 	ex->ttl_started = 1;
 	return 0;
 }
@@ -862,7 +852,7 @@ static_new(struct egress *ex, const struct eg_cfg *cfg,
 	    NULL)) {
 		if (s != NULL)
 			sess_free(s);
-		set_err(ex, ENOMEM, "out of memory");
+		eg_set_err(ex, ENOMEM, "out of memory");
 		return NULL;
 	}
 	s->is_static = 1;
@@ -876,7 +866,7 @@ static_new(struct egress *ex, const struct eg_cfg *cfg,
 			rc = eg_listen_bind_tcp(ls, a, &err);
 		if (rc == -1) {
 			sess_free(s);
-			set_err(ex, err.code, "%s:%d: [session:%s]: %s",
+			eg_set_err(ex, err.code, "%s:%d: [session:%s]: %s",
 			    cfg->file ? cfg->file : "(config)",
 			    cs->listen[i].line, cs->name, err.msg);
 			return NULL;
@@ -884,7 +874,7 @@ static_new(struct egress *ex, const struct eg_cfg *cfg,
 		s->nls++;
 		if ((ls->text = dupstr(a)) == NULL) {
 			sess_free(s);
-			set_err(ex, ENOMEM, "out of memory");
+			eg_set_err(ex, ENOMEM, "out of memory");
 			return NULL;
 		}
 		if (ls->kind == EG_LISTEN_TCP && s->listen[0] == '\0')
@@ -894,7 +884,7 @@ static_new(struct egress *ex, const struct eg_cfg *cfg,
 		if (ls->kind == EG_LISTEN_UNIX && s->sock == NULL &&
 		    (s->sock = dupstr(a)) == NULL) {
 			sess_free(s);
-			set_err(ex, ENOMEM, "out of memory");
+			eg_set_err(ex, ENOMEM, "out of memory");
 			return NULL;
 		}
 	}
@@ -932,7 +922,7 @@ sess_open(struct egress *ex, struct eg_session *s, const char *by)
 {
 	reg_add(ex, s);
 	eg_workers_session(ex, s, 1);
-	emit_session(ex, s, "open", s->phase, 0, by);
+	emit_sess(ex, s, "open", s->phase, NULL, by, 0);
 }
 
 /* --- start, reload, free ------------------------------------------------- */
@@ -944,6 +934,11 @@ eg_sessions_start(struct egress *ex)
 	struct eg_session *s;
 	size_t i;
 
+	ex->def.phase = eg_cfg_phase(ex->cfg, ex->cfg->phase);
+	if (ex->def.phase == NULL)
+		return eg_set_err(ex, 0, "phase '%s' does not exist",
+		    ex->cfg->phase);
+	ex->def.gen = 1;
 	ex->def.nw = ex->nw;
 	ex->def.created_ms = ex->def.idle_since_ms = eg_wall_ms();
 	ex->def.wconns = eg_calloc(ex->nw ? ex->nw : 1,
@@ -951,7 +946,7 @@ eg_sessions_start(struct egress *ex)
 	ex->def.dnext = eg_calloc(ex->nw ? ex->nw : 1,
 	    sizeof(*ex->def.dnext));
 	if (ex->def.wconns == NULL || ex->def.dnext == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	for (i = 0; i < ex->cfg->nsessions; i++) {
 		cs = &ex->cfg->sessions[i];
 		if ((s = static_new(ex, ex->cfg, cs)) == NULL)
@@ -962,8 +957,8 @@ eg_sessions_start(struct egress *ex)
 		s->gen = 1;
 		if (s->phase == NULL) {
 			sess_free(s);
-			return set_err(ex, ENOENT, "[session:%s]: phase '%s' "
-			    "does not exist", cs->name, cs->phase);
+			return eg_set_err(ex, ENOENT, "[session:%s]: phase "
+			    "'%s' does not exist", cs->name, cs->phase);
 		}
 		sess_open(ex, s, "config");
 	}
@@ -982,6 +977,9 @@ eg_sessions_free(struct egress *ex)
 		eg_session_unref(s);	/* its sockets are removed */
 	}
 	ex->nsessions = 0;
+	eg_audit_close(ex->def.audit_file);
+	eg_labels_free(ex->def.labels);
+	eg_redacts_free(ex->def.redacts);
 	eg_free(ex->def.wconns);
 	eg_free(ex->def.dnext);
 	ex->def.wconns = NULL;
@@ -995,23 +993,15 @@ eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
     char *buf, size_t len)
 {
 	const struct eg_cfg_session *cs;
+	const char *file = cfg->file ? cfg->file : "(config)";
 	struct eg_session *s;
 	size_t i;
 	int rc = 0;
 
 	pthread_mutex_lock(&ex->sesmtx);
 	pthread_rwlock_rdlock(&ex->lock);
-	for (i = 0; i < cfg->nsessions && rc == 0; i++) {
-		s = reg_find(ex, cfg->sessions[i].name,
-		    strlen(cfg->sessions[i].name));
-		if (s != NULL && !s->is_static) {
-			snprintf(buf, len, "%s:%d: [session:%s]: a session of "
-			    "that name was made over the API; reload refused",
-			    cfg->file ? cfg->file : "(config)",
-			    cfg->sessions[i].line, s->name);
-			rc = -1;
-		}
-	}
+	/* a session on the configuration's phases keeps its phase (the
+	 * default one, first, is named by its phase alone) */
 	for (s = ex->sessions; s != NULL && rc == 0; s = s->next) {
 		if (s->is_static) {
 			cs = cfg_session(cfg, s->name);
@@ -1021,14 +1011,27 @@ eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
 			    strcmp(cs->phase, s->cfg_phase) != 0)))
 				continue;
 		}
-		if (s->phases == NULL && eg_cfg_phase(cfg, s->phase->name) ==
-		    NULL) {
+		if (s->phases != NULL || eg_cfg_phase(cfg, s->phase->name) !=
+		    NULL)
+			continue;
+		if (s->is_default)
+			snprintf(buf, len, "%s: the current phase '%s' is not "
+			    "in the new configuration; reload refused", file,
+			    s->phase->name);
+		else
 			snprintf(buf, len, "%s: session '%s' is in phase "
 			    "'%s', which is not in the new configuration; "
-			    "reload refused", cfg->file ? cfg->file :
-			    "(config)", s->name, s->phase->name);
+			    "reload refused", file, s->name, s->phase->name);
+		rc = -1;
+	}
+	for (i = 0; i < cfg->nsessions && rc == 0; i++) {
+		s = reg_find(ex, cfg->sessions[i].name,
+		    strlen(cfg->sessions[i].name));
+		if (s != NULL && !s->is_static) {
+			snprintf(buf, len, "%s:%d: [session:%s]: a session of "
+			    "that name was made over the API; reload refused",
+			    file, cfg->sessions[i].line, s->name);
 			rc = -1;
-			break;
 		}
 	}
 	pthread_rwlock_unlock(&ex->lock);
@@ -1116,24 +1119,19 @@ eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg)
 	}
 }
 
-static void
-collect(struct eg_session *s, void *arg)
-{
-	struct eg_session ***pp = arg;
-
-	if (s->is_default || s->phases != NULL || s->gone)
-		return;
-	eg_session_ref(s);
-	*(*pp)++ = s;
-}
-
 void
 eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 {
-	struct eg_session **v, **p, *s, *next;
+	struct eg_session *s, *next;
 	const struct eg_cfg_session *cs;
-	size_t n, i;
+	size_t i;
 
+	/* under ctl: the registry does not change meanwhile.  What the new
+	 * phases forbid closes (default first); the sessions cfg removes
+	 * close whole just below */
+	for (s = ex->sessions; s != NULL; s = s->next)
+		if (s->phases == NULL && !s->gone)
+			eg_workers_close_forbidden(ex, s, EG_END_RELOAD);
 	/* static sessions removed (or with other listeners): closed */
 	for (s = ex->sessions; s != NULL; s = next) {
 		next = s->next;
@@ -1167,20 +1165,6 @@ eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
 		pthread_rwlock_unlock(&ex->lock);
 		sess_open(ex, s, "reload");
 	}
-
-	pthread_mutex_lock(&ex->sesmtx);
-	n = ex->nsessions;
-	pthread_mutex_unlock(&ex->sesmtx);
-	/* under ctl: the registry does not change meanwhile */
-	if (n == 0 || (v = eg_calloc(n, sizeof(*v))) == NULL)
-		return;
-	p = v;
-	eg_sessions_foreach(ex, collect, &p);
-	for (i = 0; v + i < p; i++) {
-		eg_workers_close_forbidden(ex, v[i], EG_END_RELOAD);
-		eg_session_unref(v[i]);
-	}
-	eg_free(v);
 	eg_sessions_own_refresh(ex);
 }
 
@@ -1197,15 +1181,6 @@ eg_labels_free(struct eg_label *l)
 	}
 }
 
-/* The session named (NULL/"default": the default one), referenced. */
-static struct eg_session *
-sess_named(struct egress *ex, const char *session)
-{
-	if (session == NULL)
-		session = "default";
-	return eg_session_get(ex, session, strlen(session));
-}
-
 int
 egress_session_set_step(struct egress *ex, const char *session,
     const char *step)
@@ -1215,18 +1190,18 @@ egress_session_set_step(struct egress *ex, const char *session,
 	size_t n = 0;
 
 	if (step != NULL && !eg_phase_name_ok(step, n = strlen(step)))
-		return set_err(ex, EINVAL, "bad step name '%.80s': 1 to %d "
+		return eg_set_err(ex, EINVAL, "bad step name '%.80s': 1 to %d "
 		    "of A-Z a-z 0-9 _ . -", step, EG_SESSION_NAME_MAX);
 	if (step != NULL) {
 		if ((l = eg_malloc(sizeof(*l) + n + 1)) == NULL)
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 		memcpy(l->name, step, n + 1);
 	}
 	pthread_mutex_lock(&ex->ctl);
 	if ((s = sess_named(ex, session)) == NULL) {
 		pthread_mutex_unlock(&ex->ctl);
 		eg_free(l);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	}
 	/* the old label stays allocated: a loop thread may be writing it */
@@ -1314,7 +1289,7 @@ egress_session_set_redact(struct egress *ex, const char *session,
 	    (n > 0 && ((r->val = eg_calloc(n, sizeof(*r->val))) == NULL ||
 	    (r->len = eg_calloc(n, sizeof(*r->len))) == NULL))) {
 		eg_redacts_free(r);
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	}
 	for (i = 0; i < n; i++) {
 		if (values[i] == NULL ||
@@ -1322,7 +1297,7 @@ egress_session_set_redact(struct egress *ex, const char *session,
 			continue;
 		if ((r->val[r->n] = eg_strdup(values[i])) == NULL) {
 			eg_redacts_free(r);
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 		}
 		r->len[r->n++] = len;
 		if (len > r->maxlen)
@@ -1332,7 +1307,7 @@ egress_session_set_redact(struct egress *ex, const char *session,
 	if ((s = sess_named(ex, session)) == NULL) {
 		pthread_mutex_unlock(&ex->ctl);
 		eg_redacts_free(r);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	}
 	/* the old list stays allocated: a loop thread may be using it */
@@ -1355,14 +1330,14 @@ egress_session_set_audit(struct egress *ex, const char *session,
 	int json;
 
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (run_id != NULL && !eg_uuid_ok(run_id))
-		return set_err(ex, EINVAL, "run_id: '%.80s' is not a UUID",
+		return eg_set_err(ex, EINVAL, "run_id: '%.80s' is not a UUID",
 		    run_id);
 	pthread_mutex_lock(&ex->ctl);
 	if ((s = sess_named(ex, session)) == NULL) {
 		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	}
 	if (path == NULL) {
@@ -1400,7 +1375,7 @@ done:
 fail:
 	pthread_mutex_unlock(&ex->ctl);
 	eg_session_unref(s);
-	return set_err(ex, err.code, "%s", err.msg);
+	return eg_set_err(ex, err.code, "%s", err.msg);
 }
 
 int
@@ -1412,12 +1387,13 @@ egress_session_audit_head(struct egress *ex, const char *session,
 	int rc;
 
 	if ((s = sess_named(ex, session)) == NULL)
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    session);
 	a = __atomic_load_n(&s->audit, __ATOMIC_ACQUIRE);
 	rc = eg_audit_head(a != NULL ? a : ex->audit, head, lines);
 	eg_session_unref(s);
 	if (rc == -1)
-		return set_err(ex, ENOTSUP, "that audit file is not chained");
+		return eg_set_err(ex, ENOTSUP, "that audit file is not "
+		    "chained");
 	return 0;
 }
