@@ -2,7 +2,7 @@
  * worker.h: the worker threads: creating and freeing them, their loop's
  * entry point, the snapshot of own addresses they hold, and the commands
  * the control calls run on every loop.  The per-client table (also in
- * worker.c) is declared in proxy.h, for conn.c.  Private to libegress.
+ * worker.c) is declared here too, for conn.c.  Private to libegress.
  */
 #ifndef EG_WORKER_H
 #define EG_WORKER_H
