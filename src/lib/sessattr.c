@@ -45,12 +45,9 @@ egress_session_set_step(struct egress *ex, const char *session,
 			return eg_set_err(ex, ENOMEM, "out of memory");
 		memcpy(l->name, step, n + 1);
 	}
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
+	if ((s = eg_sess_lock(ex, session)) == NULL) {
 		eg_free(l);
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
+		return -1;
 	}
 	/* the old label stays allocated: a loop thread may be writing it */
 	if (l != NULL) {
@@ -151,12 +148,9 @@ egress_session_set_redact(struct egress *ex, const char *session,
 		if (len > r->maxlen)
 			r->maxlen = len;
 	}
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
+	if ((s = eg_sess_lock(ex, session)) == NULL) {
 		eg_redacts_free(r);
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
+		return -1;
 	}
 	/* the old list stays allocated: a loop thread may be using it */
 	r->next = s->redacts;
@@ -182,12 +176,8 @@ egress_session_set_audit(struct egress *ex, const char *session,
 	if (run_id != NULL && !eg_uuid_ok(run_id))
 		return eg_set_err(ex, EINVAL, "run_id: '%.80s' is not a UUID",
 		    run_id);
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
+	if ((s = eg_sess_lock(ex, session)) == NULL)
+		return -1;
 	if (path == NULL) {
 		/* back to the main log; the file stays open (a loop
 		 * thread may be writing to it) until the session goes */
@@ -235,8 +225,7 @@ egress_session_audit_head(struct egress *ex, const char *session,
 	int rc;
 
 	if ((s = eg_sess_named(ex, session)) == NULL)
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
+		return -1;
 	a = __atomic_load_n(&s->audit, __ATOMIC_ACQUIRE);
 	rc = eg_audit_head(a != NULL ? a : ex->audit, head, lines);
 	eg_session_unref(s);

@@ -154,13 +154,28 @@ eg_session_get(struct egress *ex, const char *name, size_t len)
 	return s;
 }
 
-/* The session named (NULL/"default": the default one), referenced. */
 struct eg_session *
 eg_sess_named(struct egress *ex, const char *session)
 {
+	struct eg_session *s;
+
 	if (session == NULL)
 		session = "default";
-	return eg_session_get(ex, session, strlen(session));
+	if ((s = eg_session_get(ex, session, strlen(session))) == NULL)
+		eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	return s;
+}
+
+struct eg_session *
+eg_sess_lock(struct egress *ex, const char *session)
+{
+	struct eg_session *s;
+
+	pthread_mutex_lock(&ex->ctl);
+	if ((s = eg_sess_named(ex, session)) == NULL)
+		pthread_mutex_unlock(&ex->ctl);
+	return s;
 }
 
 void

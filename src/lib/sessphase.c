@@ -36,12 +36,8 @@ egress_session_set_phase(struct egress *ex, const char *session,
 		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (phase == NULL)
 		return eg_set_err(ex, EINVAL, "no phase given");
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
+	if ((s = eg_sess_lock(ex, session)) == NULL)
+		return -1;
 	pthread_rwlock_wrlock(&ex->lock);
 	if ((p = eg_sess_phase(ex, s, phase)) == NULL) {
 		eg_set_err(ex, ENOENT, "phase '%.80s' does not exist%s", phase,
@@ -76,8 +72,7 @@ egress_session_phase(struct egress *ex, const char *session, char *buf,
 	const struct eg_phase *p;
 
 	if ((s = eg_sess_named(ex, session)) == NULL)
-		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
+		return -1;
 	pthread_rwlock_rdlock(&ex->lock);
 	/* (the default one has none before egress_start()) */
 	p = s->phase != NULL ? s->phase : eg_cfg_phase(ex->cfg,

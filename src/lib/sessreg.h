@@ -21,8 +21,10 @@ void	eg_sess_register(struct egress *ex, struct eg_session *s);
 /* Find by name (len bytes); caller holds ex->sesmtx.  No reference. */
 struct eg_session *eg_sess_find(struct egress *ex, const char *name,
 	    size_t len);
-/* The session named (NULL: "default"), referenced; NULL. */
+/* The session named (NULL: "default"), referenced; NULL with ENOENT's
+ * message.  eg_sess_lock() also takes ex->ctl (held only on success). */
 struct eg_session *eg_sess_named(struct egress *ex, const char *session);
+struct eg_session *eg_sess_lock(struct egress *ex, const char *session);
 /* Its phase called name: in its own phases, else ex->cfg's; NULL. */
 const struct eg_phase *eg_sess_phase(struct egress *ex,
 	    const struct eg_session *s, const char *name);
