@@ -501,35 +501,22 @@ egress_reload(struct egress *ex, const char *by)
 	if ((cfg = proxy_parse(ex, &errs, 1)) == NULL) {
 		eg_errs_join(&errs, eg_errbuf(ex), EG_ERRMSG_MAX);
 		eg_errs_clear(&errs);
-		eg_metrics_reload(ex->metrics, 0);
-		pthread_mutex_unlock(&ex->ctl);
-		return -1;
+		goto fail;
 	}
 	/* every session on the configuration's phases (default too) finds
 	 * its phase in cfg */
 	if (eg_sessions_reload_check(ex, cfg, eg_errbuf(ex),
-	    EG_ERRMSG_MAX) == -1) {
-		eg_cfg_unref(cfg);
-		eg_metrics_reload(ex->metrics, 0);
-		pthread_mutex_unlock(&ex->ctl);
-		return -1;
-	}
+	    EG_ERRMSG_MAX) == -1)
+		goto fail;
 	/* listeners: keep the ones still configured, bind the new ones */
 	if (eg_listen_rebind(ex, cfg, &nls, &nn, &err) == -1) {
 		/* err names the listener and the cause */
-		eg_cfg_unref(cfg);
-		eg_metrics_reload(ex->metrics, 0);
-		pthread_mutex_unlock(&ex->ctl);
-		return eg_set_err(ex, 0, "%s", err.msg);
+		eg_set_err(ex, 0, "%s", err.msg);
+		goto fail;
 	}
 	/* static sessions the file adds: bound now, opened after the swap */
-	if (eg_sessions_reload_prepare(ex, cfg) == -1) {
-		eg_listen_drop(nls, nn);
-		eg_cfg_unref(cfg);
-		eg_metrics_reload(ex->metrics, 0);
-		pthread_mutex_unlock(&ex->ctl);
-		return -1;
-	}
+	if (eg_sessions_reload_prepare(ex, cfg) == -1)
+		goto fail_listen;
 	/* own addresses: old and new listeners while both may accept */
 	own = eg_own_build(ex, nls, nn, NULL, 0);
 	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls);
@@ -539,20 +526,14 @@ egress_reload(struct egress *ex, const char *by)
 	    eg_audit_reconfigure(ex->audit, cfg->audit_log, cfg->audit_json,
 	    &err) == -1) {
 		eg_sessions_reload_abort(ex);
-		if (prep)
+		if (prep) {
 			eg_workers_unprepare(ex);
-		eg_listen_drop(nls, nn);
-		eg_cfg_unref(cfg);
-		eg_metrics_reload(ex->metrics, 0);
-		pthread_mutex_unlock(&ex->ctl);
-		if (!prep) {
-			eg_ownaddr_unref(own);
-			eg_ownaddr_unref(both);
-			return eg_set_err(ex, 0, "out of memory");
-		}
+			eg_set_err(ex, 0, "%s", err.msg);
+		} else
+			eg_set_err(ex, 0, "out of memory");
 		eg_ownaddr_unref(own);
 		eg_ownaddr_unref(both);
-		return eg_set_err(ex, 0, "%s", err.msg);
+		goto fail_listen;
 	}
 
 	/* its phases' counters, before any decision can use them */
@@ -579,4 +560,12 @@ egress_reload(struct egress *ex, const char *by)
 	eg_log(ex, EGRESS_LOG_INFO, "configuration reloaded (by %s)",
 	    by ? by : "api");
 	return 0;
+fail_listen:
+	eg_listen_drop(nls, nn);
+fail:
+	/* nothing changed */
+	eg_cfg_unref(cfg);
+	eg_metrics_reload(ex->metrics, 0);
+	pthread_mutex_unlock(&ex->ctl);
+	return -1;
 }
