@@ -23,8 +23,10 @@
 
 #include "admin-int.h"
 #include "cfg.h"
+#include "core.h"
+#include "event.h"
 #include "listen.h"
-#include "proxy.h"
+#include "log.h"
 #include "shared.h"
 
 /*

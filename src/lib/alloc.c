@@ -7,7 +7,16 @@
  * the N-th call is one call whichever thread makes it.  Without the
  * variable the only cost is one relaxed load per call.
  */
-#include "egress-int.h"
+/* the bottom floor: no library header but its own (egress-int.h includes
+ * this one), so that no include cycle runs through it */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "alloc.h"
 

@@ -14,10 +14,9 @@
 
 #include "err.h"
 #include "host.h"
+#include "listen-kind.h"
 #include "module.h"
 #include "policy.h"
-
-enum eg_listen_kind { EG_LISTEN_TCP, EG_LISTEN_UNIX };
 
 struct eg_listen {
 	enum eg_listen_kind	kind;

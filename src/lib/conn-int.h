@@ -3,7 +3,7 @@
  * (the state machine), tunnel.c (pending buffers, pipes, the pump, the
  * TUNNEL and SNI handlers) and forward.c (the plain-HTTP forwarder).
  * Private to those three; the rest of the library sees only the eg_conn_*
- * functions in proxy.h.
+ * functions in conn.h.
  */
 #ifndef EG_CONN_INT_H
 #define EG_CONN_INT_H
@@ -14,10 +14,13 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "conn.h"
+#include "core.h"
 #include "dns.h"
+#include "event.h"
 #include "host.h"
+#include "log.h"
 #include "loop.h"
-#include "proxy.h"
 #include "reason.h"
 #include "reqparse.h"
 #include "sni.h"

@@ -1,7 +1,8 @@
 /*
  * egress-int.h: the private umbrella header, first include of every
- * library file.  It pulls in config.h, the standard headers everyone uses,
- * error and logging helpers.
+ * library file but the bottom floor's (alloc.c, err.c, which it
+ * includes).  It pulls in config.h, the standard headers everyone uses,
+ * the allocator and error helpers, and EG_BUG (log.c).
  */
 #ifndef EG_EGRESS_INT_H
 #define EG_EGRESS_INT_H
@@ -32,7 +33,7 @@ struct egress;
 /*
  * An impossible state: a bug in egressd, never a property of its input.
  * EG_BUG(ex, msg) logs "BUG at FILE:LINE: msg" at EGRESS_LOG_ERR through
- * ex's log callback (ex may be NULL).  In debug builds (NDEBUG not
+ * ex's logger (log.h; ex may be NULL).  In debug builds (NDEBUG not
  * defined) it then writes that line to standard error and aborts; in
  * release builds it returns, and the caller goes on as before.
  */

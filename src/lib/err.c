@@ -1,12 +1,20 @@
 /*
  * err.c: formatting of error messages for struct eg_err and struct eg_errs,
- * and eg_bug() behind EG_BUG.
+ * and the calling thread's message of the public API (egress_errmsg()).
  */
-#include "egress-int.h"
+/* the bottom floor, as alloc.c: egress-int.h includes err.h */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 
-#include <unistd.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 
-#include "proxy.h"
+#include "alloc.h"
+#include "egress.h"
+#include "err.h"
 
 int
 eg_err_set(struct eg_err *err, int code, const char *fmt, ...)
@@ -107,26 +115,43 @@ eg_quote(const char *s, size_t len, size_t max, char *buf, size_t cap)
 	return buf;
 }
 
-void
-eg_bug(struct egress *ex, const char *file, int line, const char *msg,
-    int fatal)
-{
-	char buf[512];
-	int n;
+static __thread struct {
+	const struct egress	*ex;
+	char			 msg[EG_ERRMSG_MAX];
+} tl_err;
 
-	n = snprintf(buf, sizeof(buf), "BUG at %s:%d: %s", file, line, msg);
-	if (ex != NULL)
-		eg_log(ex, EGRESS_LOG_ERR, "%s", buf);
-	if (!fatal)
-		return;
-	if (n < 0)
-		n = 0;
-	if ((size_t)n >= sizeof(buf) - 1)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* a debug build stops here, so that a test cannot miss it */
-	if (write(STDERR_FILENO, buf, (size_t)n) == -1) {
-		/* nowhere else to say it */
+char *
+eg_errbuf(struct egress *ex)
+{
+	if (tl_err.ex != ex) {
+		tl_err.ex = ex;
+		tl_err.msg[0] = '\0';
 	}
-	abort();
+	return tl_err.msg;
+}
+
+void
+eg_errbuf_forget(struct egress *ex)
+{
+	if (tl_err.ex == ex)	/* a later handle may have its address */
+		tl_err.ex = NULL;
+}
+
+const char *
+egress_errmsg(struct egress *ex)
+{
+	return tl_err.ex == ex ? tl_err.msg : "";
+}
+
+int
+eg_set_err(struct egress *ex, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(eg_errbuf(ex), EG_ERRMSG_MAX, fmt, ap);
+	va_end(ap);
+	if (e != 0)
+		errno = e;
+	return -1;
 }

@@ -41,4 +41,23 @@ void	eg_errs_join(const struct eg_errs *, char *, size_t);
 const char *eg_quote(const char *s, size_t len, size_t max, char *buf,
 	    size_t cap);
 
+struct egress;
+
+/*
+ * Error messages of the public API are the calling thread's, as
+ * dlerror()'s are: the API's session and phase functions may be called
+ * from several threads at once (replay's job threads do), so one buffer
+ * per handle would be written by one failing call while another's caller
+ * reads it.  eg_errbuf() is the calling thread's buffer for ex (emptied
+ * when its last failure was on another handle), EG_ERRMSG_MAX long;
+ * egress_free() forgets ex (eg_errbuf_forget()).
+ */
+#define EG_ERRMSG_MAX	8192
+char	*eg_errbuf(struct egress *ex);
+void	 eg_errbuf_forget(struct egress *ex);
+/* Format the message of a failed API call on ex; e not 0 is also set in
+ * errno (the errno egress.h documents for that call).  Returns -1. */
+int	 eg_set_err(struct egress *ex, int e, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -9,10 +9,14 @@
 #include <sys/socket.h>
 
 #include "alloc.h"
+#include "cfg.h"
 #include "conn-int.h"
+#include "conn.h"
+#include "core.h"
+#include "event.h"
+#include "log.h"
 #include "loop.h"
 #include "policy.h"
-#include "proxy.h"
 #include "reqparse.h"
 #include "session.h"
 #include "upool.h"

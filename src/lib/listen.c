@@ -16,8 +16,9 @@
 
 #include "addrclass.h"
 #include "cfg.h"
+#include "core.h"
 #include "listen.h"
-#include "proxy.h"
+#include "log.h"
 #include "tcpopt.h"
 
 static int
@@ -339,48 +340,36 @@ egress_adopt_fd(struct egress *ex, int fd, const char *role)
 	socklen_t len = sizeof(type);
 
 	if (ex->started) {
-		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "sockets must be "
-		    "adopted before egress_start()");
-		errno = EBUSY;
-		return -1;
+		return eg_set_err(ex, EBUSY, "sockets must be adopted "
+		    "before egress_start()");
 	}
 	if (role != NULL && strcmp(role, "admin") == 0) {
 		if (ex->admin_fd != -1) {
-			snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd "
-			    "%d: the admin API already has a socket (fd %d)",
-			    fd, ex->admin_fd);
-			errno = EEXIST;
-			return -1;
+			return eg_set_err(ex, EEXIST, "adopt fd %d: the "
+			    "admin API already has a socket (fd %d)", fd,
+			    ex->admin_fd);
 		}
 		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
 		    type != SOCK_STREAM || (len = sizeof(acc),
 		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len)) ==
 		    -1 || !acc) {
-			snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd "
-			    "%d (admin): not a listening stream socket", fd);
-			errno = EINVAL;
-			return -1;
+			return eg_set_err(ex, EINVAL, "adopt fd %d (admin): "
+			    "not a listening stream socket", fd);
 		}
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 		ex->admin_fd = fd;
 		return 0;
 	}
 	if (role == NULL || strcmp(role, "proxy") != 0) {
-		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd %d: unknown "
-		    "role '%s' (proxy or admin)", fd, role ? role : "(null)");
-		errno = EINVAL;
-		return -1;
+		return eg_set_err(ex, EINVAL, "adopt fd %d: unknown role "
+		    "'%s' (proxy or admin)", fd, role ? role : "(null)");
 	}
 	if (ex->nadopt == EG_ADOPT_MAX) {
-		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt fd %d: more "
-		    "than %d proxy sockets", fd, EG_ADOPT_MAX);
-		errno = ENOSPC;
-		return -1;
+		return eg_set_err(ex, ENOSPC, "adopt fd %d: more than %d "
+		    "proxy sockets", fd, EG_ADOPT_MAX);
 	}
 	if (eg_listen_adopt(&ls, fd, &err) == -1) {
-		snprintf(eg_errbuf(ex), EG_ERRMSG_MAX, "adopt: %s", err.msg);
-		errno = err.code;
-		return -1;
+		return eg_set_err(ex, err.code, "adopt: %s", err.msg);
 	}
 	ls.sess = &ex->def;
 	ex->adopt[ex->nadopt++] = ls;

@@ -1,6 +1,6 @@
 /*
  * listen.h: binding listening sockets: the proxy's TCP and Unix
- * listeners (struct eg_lsock, proxy.h) and the one Unix-socket binder
+ * listeners (struct eg_lsock, core.h) and the one Unix-socket binder
  * that the admin API uses too, and the text of a TCP address.  Private
  * to libegress.
  */

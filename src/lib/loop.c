@@ -47,6 +47,15 @@ struct eg_loop {
 	int		  closed;
 };
 
+int64_t
+eg_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 uint64_t
 eg_clock_ms(void)
 {

@@ -51,6 +51,7 @@ void		 eg_loop_set_after(struct eg_loop *, void (*)(void *), void *);
 
 uint64_t	 eg_loop_now(const struct eg_loop *);	/* cached, ms */
 uint64_t	 eg_clock_ms(void);			/* monotonic, ms */
+int64_t		 eg_wall_ms(void);			/* wall clock, ms */
 uint64_t	 eg_clock_us(void);			/* monotonic, us */
 
 void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);

@@ -13,9 +13,9 @@
 
 #include "audit.h"
 #include "buf.h"
+#include "event.h"
 #include "metrics.h"
 #include "policy.h"
-#include "proxy.h"
 #include "shared.h"
 
 /* longest label value kept (a phase name, whole), with its NUL */

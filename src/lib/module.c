@@ -8,10 +8,11 @@
  */
 #include "egress-int.h"
 
-#include "egress.h"
 #include "cfg.h"
+#include "core.h"
+#include "egress.h"
+#include "log.h"
 #include "module.h"
-#include "proxy.h"
 
 #ifdef ENABLE_SANDBOX
 extern const struct eg_module eg_mod_sandbox;

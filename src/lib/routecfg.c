@@ -19,10 +19,11 @@
 
 #include "alloc.h"
 #include "cfg.h"
+#include "core.h"
 #include "err.h"
+#include "log.h"
 #include "module.h"
 #include "policy.h"
-#include "proxy.h"
 #include "route.h"
 #include "shared.h"
 #include "tls.h"

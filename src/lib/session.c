@@ -1,12 +1,16 @@
 /*
- * session.c: sessions (session.h, SPEC "Sessions").  A session is a group
- * of listeners with its own phase, counters and audit ring; a client's
- * session is that of the listener it reached, fixed at accept.  The
- * registry (ex->sessions) is guarded by ex->sesmtx and changed only under
- * ex->ctl as well, so control calls see a stable registry; phases are
- * read and switched under ex->lock as for the default session.  Each
- * worker keeps a list of every session's connections (wconns[idx]), so a
- * switch or a delete costs what that session has open.
+ * session.c: sessions (session.h, SPEC "Sessions") and their registry.
+ * A session is a group of listeners with its own phase, counters and
+ * audit ring; a client's session is that of the listener it reached,
+ * fixed at accept.  The registry (ex->sessions) holds the session
+ * "default" first (embedded in ex, its listeners ex->ls) and the others
+ * after it; it is guarded by ex->sesmtx and changed only under ex->ctl as
+ * well, so control calls see a stable registry.  Here: references and
+ * counters, the registry, creation, deletion, the ttl reaper; phases and
+ * reloads are sessphase.c's, labels, redaction and audit files
+ * sessattr.c's.  Each worker keeps a list of every session's connections
+ * (wconns[idx]), so a switch or a delete costs what that session has
+ * open.
  */
 #include "egress-int.h"
 
@@ -21,37 +25,24 @@
 #include "alloc.h"
 #include "audit.h"
 #include "cfg.h"
+#include "core.h"
+#include "event.h"
 #include "listen.h"
-#include "policy.h"
-#include "proxy.h"
+#include "log.h"
 #include "metrics.h"
+#include "policy.h"
 #include "route.h"
 #include "session.h"
+#include "sessreg.h"
 #include "shared.h"
 #include "worker.h"
 
 #define SUN_MAX	sizeof(((struct sockaddr_un *)0)->sun_path)
 
-static int
-set_err(struct egress *ex, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-set_err(struct egress *ex, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(eg_errbuf(ex), EG_ERRMSG_MAX, fmt, ap);
-	va_end(ap);
-	errno = e;
-	return -1;
-}
-
 /* --- references, counters ------------------------------------------------ */
 
-static void
-sess_free(struct eg_session *s)
+void
+eg_sess_free(struct eg_session *s)
 {
 	size_t i;
 
@@ -87,7 +78,7 @@ eg_session_unref(struct eg_session *s)
 	if (s == NULL || s->is_default)
 		return;
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		sess_free(s);
+		eg_sess_free(s);
 }
 
 void
@@ -129,9 +120,19 @@ eg_session_event(struct egress *ex, const struct eg_event *ev)
 
 /* --- the registry -------------------------------------------------------- */
 
+/* The registry's first entry, the session "default" (embedded in ex,
+ * never freed); the others are appended. */
+void
+eg_sessions_init(struct egress *ex)
+{
+	snprintf(ex->def.name, sizeof(ex->def.name), "default");
+	ex->def.is_default = 1;
+	ex->sessions = &ex->def;
+}
+
 /* Caller holds sesmtx. */
-static struct eg_session *
-reg_find(struct egress *ex, const char *name, size_t len)
+struct eg_session *
+eg_sess_find(struct egress *ex, const char *name, size_t len)
 {
 	struct eg_session *s;
 
@@ -146,12 +147,34 @@ eg_session_get(struct egress *ex, const char *name, size_t len)
 {
 	struct eg_session *s;
 
-	if (len == 7 && memcmp(name, "default", 7) == 0)
-		return &ex->def;
 	pthread_mutex_lock(&ex->sesmtx);
-	s = reg_find(ex, name, len);
+	s = eg_sess_find(ex, name, len);
 	eg_session_ref(s);
 	pthread_mutex_unlock(&ex->sesmtx);
+	return s;
+}
+
+struct eg_session *
+eg_sess_named(struct egress *ex, const char *session)
+{
+	struct eg_session *s;
+
+	if (session == NULL)
+		session = "default";
+	if ((s = eg_session_get(ex, session, strlen(session))) == NULL)
+		eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
+		    session);
+	return s;
+}
+
+struct eg_session *
+eg_sess_lock(struct egress *ex, const char *session)
+{
+	struct eg_session *s;
+
+	pthread_mutex_lock(&ex->ctl);
+	if ((s = eg_sess_named(ex, session)) == NULL)
+		pthread_mutex_unlock(&ex->ctl);
 	return s;
 }
 
@@ -162,14 +185,13 @@ eg_sessions_foreach(struct egress *ex,
 	struct eg_session *s;
 
 	pthread_mutex_lock(&ex->sesmtx);
-	fn(&ex->def, arg);
 	for (s = ex->sessions; s != NULL; s = s->next)
 		fn(s, arg);
 	pthread_mutex_unlock(&ex->sesmtx);
 }
 
-static void
-reg_add(struct egress *ex, struct eg_session *s)
+void
+eg_sess_register(struct egress *ex, struct eg_session *s)
 {
 	struct eg_session **sp;
 
@@ -183,7 +205,7 @@ reg_add(struct egress *ex, struct eg_session *s)
 }
 
 static void
-reg_remove(struct egress *ex, struct eg_session *s)
+sess_unregister(struct egress *ex, struct eg_session *s)
 {
 	struct eg_session **sp;
 
@@ -216,32 +238,32 @@ emit_cmd(void *arg)
 	pthread_rwlock_unlock(&c->ex->lock);
 }
 
-/* Like every event, on a loop thread (egress.h). */
-static void
-emit_on_loop(struct egress *ex, struct eg_event *ev)
+/*
+ * The SESSION and PHASE lines of s, like every event on a loop thread
+ * (egress.h): SESSION action= (phase NULL for close), or PHASE to
+ * s->phase (stable: under ctl) from the phase named from.
+ */
+void
+eg_sess_emit(struct egress *ex, struct eg_session *s, const char *action,
+    const struct eg_phase *phase, const char *from, const char *by,
+    unsigned closed)
 {
-	struct emit_cmd c = { ex, ev };
+	struct eg_event ev;
+	struct emit_cmd c = { ex, &ev };
 
+	memset(&ev, 0, sizeof(ev));
+	ev.type = action != NULL ? EGRESS_EV_SESSION : EGRESS_EV_PHASE;
+	ev.sess = s;
+	ev.action = action;
+	ev.phase = phase;
+	ev.from = from;
+	ev.closed = closed;
+	ev.by = by;
 	if (!eg_running(ex) || ex->nw == 0 ||
 	    eg_loop_call(ex->w[0].loop, emit_cmd, &c) == -1)
 		emit_cmd(&c);
 }
 
-static void
-emit_session(struct egress *ex, struct eg_session *s, const char *action,
-    const struct eg_phase *phase, unsigned closed, const char *by)
-{
-	struct eg_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EGRESS_EV_SESSION;
-	ev.sess = s;
-	ev.action = action;
-	ev.phase = phase;
-	ev.closed = closed;
-	ev.by = by;
-	emit_on_loop(ex, &ev);
-}
 
 /* --- own addresses ------------------------------------------------------- */
 
@@ -302,8 +324,9 @@ session_dir(struct egress *ex)
 	else {
 		if (admin == NULL || strchr(admin, '/') == NULL) {
 			if (eg_admin_default_path(def, sizeof(def)) == -1)
-				return set_err(ex, ENAMETOOLONG, "session_dir: "
-				    "the default admin path is too long");
+				return eg_set_err(ex, ENAMETOOLONG,
+				    "session_dir: the default admin path is "
+				    "too long");
 			admin = def;
 		}
 		slash = strrchr(admin, '/');
@@ -311,26 +334,26 @@ session_dir(struct egress *ex)
 		    (int)(slash - admin), admin);
 	}
 	if ((ex->session_dir = eg_malloc(strlen(dir) + 1)) == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	memcpy(ex->session_dir, dir, strlen(dir) + 1);
 check:
 	if (mkdir(ex->session_dir, 0711) == 0) {
 		/* the umask may have narrowed it; 0711 exactly */
 		(void)chmod(ex->session_dir, 0711);
 	} else if (errno != EEXIST)
-		return set_err(ex, errno, "session_dir %s: cannot create it: "
-		    "%s", ex->session_dir, strerror(errno));
+		return eg_set_err(ex, errno, "session_dir %s: cannot create "
+		    "it: %s", ex->session_dir, strerror(errno));
 	if (lstat(ex->session_dir, &st) == -1)
-		return set_err(ex, errno, "session_dir %s: %s",
+		return eg_set_err(ex, errno, "session_dir %s: %s",
 		    ex->session_dir, strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		return set_err(ex, EPERM, "session_dir %s is a symlink; "
+		return eg_set_err(ex, EPERM, "session_dir %s is a symlink; "
 		    "refusing to use it", ex->session_dir);
 	if (!S_ISDIR(st.st_mode))
-		return set_err(ex, ENOTDIR, "session_dir %s is not a folder",
+		return eg_set_err(ex, ENOTDIR, "session_dir %s is not a folder",
 		    ex->session_dir);
 	if (st.st_uid != getuid() || (st.st_mode & 022) != 0)
-		return set_err(ex, EPERM, "session_dir %s must be owned by "
+		return eg_set_err(ex, EPERM, "session_dir %s must be owned by "
 		    "uid %lu and writable by nobody else (it is mode %04o); "
 		    "refusing to use it", ex->session_dir,
 		    (unsigned long)getuid(), (unsigned)(st.st_mode & 07777));
@@ -339,8 +362,8 @@ check:
 
 /* --- creation ------------------------------------------------------------ */
 
-static const struct eg_phase *
-sess_phase(struct egress *ex, const struct eg_session *s, const char *name)
+const struct eg_phase *
+eg_sess_phase(struct egress *ex, const struct eg_session *s, const char *name)
 {
 	size_t i;
 
@@ -361,22 +384,22 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 	size_t i, j, len;
 
 	if (n == 0)
-		return set_err(ex, EINVAL, "phases: at least one phase");
+		return eg_set_err(ex, EINVAL, "phases: at least one phase");
 	if ((s->phases = eg_calloc(n, sizeof(*s->phases))) == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
+		return eg_set_err(ex, ENOMEM, "out of memory");
 	for (i = 0; i < n; i++) {
 		if (ps[i].name == NULL || !eg_phase_name_ok(ps[i].name,
 		    strlen(ps[i].name)))
-			return set_err(ex, EINVAL, "phases: bad phase name "
+			return eg_set_err(ex, EINVAL, "phases: bad phase name "
 			    "'%.80s': 1 to %d of A-Z a-z 0-9 _ . -",
 			    ps[i].name ? ps[i].name : "", EG_PHASE_NAME_MAX);
 		for (j = 0; j < i; j++)
 			if (strcmp(s->phases[j].name, ps[i].name) == 0)
-				return set_err(ex, EINVAL, "phases: phase "
+				return eg_set_err(ex, EINVAL, "phases: phase "
 				    "'%s' given twice", ps[i].name);
 		len = strlen(ps[i].name);
 		if ((s->phases[i].name = eg_malloc(len + 1)) == NULL)
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 		memcpy(s->phases[i].name, ps[i].name, len + 1);
 		s->nphases = i + 1;
 		for (j = 0; ps[i].allow != NULL && ps[i].allow[j] != NULL;
@@ -388,29 +411,29 @@ sess_inline_phases(struct egress *ex, struct eg_session *s,
 				if (eg_phase_add_route(&s->phases[i],
 				    ps[i].allow[j] + 6,
 				    strlen(ps[i].allow[j] + 6), 0) == -1)
-					return set_err(ex, ENOMEM,
+					return eg_set_err(ex, ENOMEM,
 					    "out of memory");
 				continue;
 			}
 			if (eg_rule_parse(ps[i].allow[j],
 			    strlen(ps[i].allow[j]), &r, &err) == -1)
-				return set_err(ex, EINVAL, "phases: %s: %s",
+				return eg_set_err(ex, EINVAL, "phases: %s: %s",
 				    ps[i].name, err.msg);
 			if (eg_phase_add(&s->phases[i], &r) == -1) {
 				eg_rule_clear(&r);
-				return set_err(ex, ENOMEM, "out of memory");
+				return eg_set_err(ex, ENOMEM, "out of memory");
 			}
 		}
 		if (eg_phase_finish(&s->phases[i]) == -1)
-			return set_err(ex, ENOMEM, "out of memory");
+			return eg_set_err(ex, ENOMEM, "out of memory");
 	}
 	/* decisions under these phases count in egressd_decisions_total */
 	eg_metrics_register(ex->metrics, s->phases, s->nphases);
 	return 0;
 }
 
-static struct eg_session *
-sess_alloc(struct egress *ex, const char *name)
+struct eg_session *
+eg_sess_alloc(struct egress *ex, const char *name)
 {
 	struct eg_session *s;
 
@@ -423,15 +446,15 @@ sess_alloc(struct egress *ex, const char *name)
 	s->wconns = eg_calloc(ex->nw ? ex->nw : 1, sizeof(*s->wconns));
 	s->dnext = eg_calloc(ex->nw ? ex->nw : 1, sizeof(*s->dnext));
 	if (s->wconns == NULL || s->dnext == NULL) {
-		sess_free(s);
+		eg_sess_free(s);
 		return NULL;
 	}
 	return s;
 }
 
 /* s->listen: the bound address of its TCP listener ls. */
-static void
-sess_listen_text(struct eg_session *s, const struct eg_lsock *ls)
+void
+eg_sess_listen_text(struct eg_session *s, const struct eg_lsock *ls)
 {
 	char a[INET6_ADDRSTRLEN];
 
@@ -484,7 +507,7 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		ls->sess = s;
 		if (eg_listen_bind_unix(ls, path, ex->cfg->unix_mode,
 		    &err) == -1)
-			return set_err(ex, err.code, "%s", err.msg);
+			return eg_set_err(ex, err.code, "%s", err.msg);
 		s->nls++;
 		ls++;
 	}
@@ -492,10 +515,10 @@ sess_bind(struct egress *ex, struct eg_session *s, const char *path,
 		memset(ls, 0, sizeof(*ls));
 		ls->sess = s;
 		if (eg_listen_bind_tcp(ls, listen, &err) == -1)
-			return set_err(ex, tcp_bind_code(err.code), "%s",
+			return eg_set_err(ex, tcp_bind_code(err.code), "%s",
 			    err.msg);
 		s->nls++;
-		sess_listen_text(s, ls);
+		eg_sess_listen_text(s, ls);
 	}
 	return 0;
 }
@@ -522,37 +545,37 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	int n;
 
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (name == NULL || !eg_session_name_ok(name, strlen(name)))
-		return set_err(ex, EINVAL, "bad session name '%.80s': 1 to %d "
-		    "of A-Z a-z 0-9 _ . -, not beginning with . or -",
+		return eg_set_err(ex, EINVAL, "bad session name '%.80s': 1 to "
+		    "%d of A-Z a-z 0-9 _ . -, not beginning with . or -",
 		    name ? name : "", EG_SESSION_NAME_MAX);
 	if (strcmp(name, "default") == 0)
-		return set_err(ex, EEXIST, "session 'default' exists");
+		return eg_set_err(ex, EEXIST, "session 'default' exists");
 	if (phase != NULL && !eg_phase_name_ok(phase, strlen(phase)))
-		return set_err(ex, EINVAL, "bad phase name '%.80s'", phase);
+		return eg_set_err(ex, EINVAL, "bad phase name '%.80s'", phase);
 	if (eg_stopping(ex))
-		return set_err(ex, ESHUTDOWN, "shutting down");
+		return eg_set_err(ex, ESHUTDOWN, "shutting down");
 	pthread_mutex_lock(&ex->ctl);
 	pthread_mutex_lock(&ex->sesmtx);
-	dup = reg_find(ex, name, strlen(name));
+	dup = eg_sess_find(ex, name, strlen(name));
 	n = ex->nsessions >= ex->cfg->max_sessions;
 	pthread_mutex_unlock(&ex->sesmtx);
 	if (dup != NULL) {
-		set_err(ex, EEXIST, "session '%s' exists", name);
+		eg_set_err(ex, EEXIST, "session '%s' exists", name);
 		goto fail;
 	}
 	if (n) {
-		set_err(ex, ENOSPC, "max_sessions (%u) reached",
+		eg_set_err(ex, ENOSPC, "max_sessions (%u) reached",
 		    ex->cfg->max_sessions);
 		goto fail;
 	}
-	if ((s = sess_alloc(ex, name)) == NULL ||
+	if ((s = eg_sess_alloc(ex, name)) == NULL ||
 	    (s->ls = eg_calloc(2, sizeof(*s->ls))) == NULL ||
 	    (s->lio = eg_calloc(2 * (ex->nw ? ex->nw : 1),
 	    sizeof(*s->lio))) == NULL ||
 	    (s->ring = eg_ring_new(ex->cfg->audit_ring)) == NULL) {
-		set_err(ex, ENOMEM, "out of memory");
+		eg_set_err(ex, ENOMEM, "out of memory");
 		goto fail;
 	}
 	s->ttl_s = ttl_s;
@@ -562,20 +585,20 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	if (phase == NULL)
 		phase = s->phases != NULL ? s->phases[0].name : ex->cfg->phase;
 	/* ex->cfg changes only under ctl, which we hold */
-	if ((p = sess_phase(ex, s, phase)) == NULL) {
-		set_err(ex, ENOENT, "phase '%s' does not exist", phase);
+	if ((p = eg_sess_phase(ex, s, phase)) == NULL) {
+		eg_set_err(ex, ENOENT, "phase '%s' does not exist", phase);
 		goto fail;
 	}
 	if (session_dir(ex) == -1)
 		goto fail;
 	n = snprintf(path, sizeof(path), "%s/%s.sock", ex->session_dir, name);
 	if (n < 0 || (size_t)n >= SUN_MAX) {
-		set_err(ex, ENAMETOOLONG, "session socket %s/%s.sock: path "
+		eg_set_err(ex, ENAMETOOLONG, "session socket %s/%s.sock: path "
 		    "too long", ex->session_dir, name);
 		goto fail;
 	}
 	if ((s->sock = eg_malloc((size_t)n + 1)) == NULL) {
-		set_err(ex, ENOMEM, "out of memory");
+		eg_set_err(ex, ENOMEM, "out of memory");
 		goto fail;
 	}
 	memcpy(s->sock, path, (size_t)n + 1);
@@ -585,11 +608,11 @@ eg_session_create(struct egress *ex, const char *by, const char *name,
 	s->phase = p;
 	s->gen = 1;
 	pthread_rwlock_unlock(&ex->lock);
-	reg_add(ex, s);
+	eg_sess_register(ex, s);
 	eg_workers_session(ex, s, 1);
 	if (sess_has_tcp(s))
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "open", p, 0, by);
+	eg_sess_emit(ex, s, "open", p, NULL, by, 0);
 	if (sock != NULL && socklen > 0)
 		snprintf(sock, socklen, "%s", s->sock);
 	if (addr != NULL && addrlen > 0)
@@ -603,105 +626,22 @@ fail:
 	n = errno;
 	pthread_mutex_unlock(&ex->ctl);
 	if (s != NULL)
-		sess_free(s);	/* closes and unlinks what was bound */
+		eg_sess_free(s);	/* closes and unlinks what was bound */
 	errno = n;
 	return -1;
-}
-
-/* --- phase --------------------------------------------------------------- */
-
-static void
-emit_phase(struct egress *ex, struct eg_session *s, const char *from,
-    const char *by, unsigned closed)
-{
-	struct eg_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EGRESS_EV_PHASE;
-	ev.phase = s->phase;		/* stable: under ctl */
-	ev.sess = s;
-	ev.from = from;
-	ev.by = by;
-	ev.closed = closed;
-	emit_on_loop(ex, &ev);
-}
-
-int
-egress_session_set_phase(struct egress *ex, const char *session,
-    const char *phase, const char *by, unsigned *closed)
-{
-	struct eg_session *s;
-	const struct eg_phase *p;
-	const char *from;
-	unsigned n;
-
-	if (session == NULL || strcmp(session, "default") == 0)
-		return egress_set_phase(ex, phase, by, closed);
-	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
-	if (phase == NULL)
-		return set_err(ex, EINVAL, "no phase given");
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = eg_session_get(ex, session, strlen(session))) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
-	pthread_rwlock_wrlock(&ex->lock);
-	if ((p = sess_phase(ex, s, phase)) == NULL) {
-		set_err(ex, ENOENT, "phase '%.80s' does not exist%s", phase,
-		    s->phases != NULL ? " in this session" : "");
-		pthread_rwlock_unlock(&ex->lock);
-		pthread_mutex_unlock(&ex->ctl);
-		eg_session_unref(s);
-		errno = ENOENT;
-		return -1;
-	}
-	/* the old phase lives in ex->cfg or s->phases, neither of which
-	 * changes while we hold ctl */
-	from = s->phase->name;
-	s->phase = p;
-	s->gen++;
-	eg_budget_reset(&s->bud);	/* a new count, even to the same */
-	pthread_rwlock_unlock(&ex->lock);
-	n = eg_workers_close_forbidden(ex, s, EG_END_PHASE_CHANGE);
-	emit_phase(ex, s, from, by ? by : "api", n);
-	pthread_mutex_unlock(&ex->ctl);
-	eg_session_unref(s);
-	if (closed != NULL)
-		*closed = n;
-	return 0;
-}
-
-int
-egress_session_phase(struct egress *ex, const char *session, char *buf,
-    size_t len)
-{
-	struct eg_session *s;
-
-	if (session == NULL || strcmp(session, "default") == 0)
-		return egress_phase(ex, buf, len);
-	if ((s = eg_session_get(ex, session, strlen(session))) == NULL)
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	pthread_rwlock_rdlock(&ex->lock);
-	snprintf(buf, len, "%s", s->phase != NULL ? s->phase->name : "");
-	pthread_rwlock_unlock(&ex->lock);
-	eg_session_unref(s);
-	return 0;
 }
 
 /* --- deletion ------------------------------------------------------------ */
 
 /* Under ctl: s is in the registry. */
-static unsigned
-sess_delete(struct egress *ex, struct eg_session *s, const char *by)
+unsigned
+eg_sess_delete(struct egress *ex, struct eg_session *s, const char *by)
 {
 	unsigned n;
 	size_t i;
 	int tcp = sess_has_tcp(s);
 
-	reg_remove(ex, s);
+	sess_unregister(ex, s);
 	s->closing = 1;
 	/* no loop accepts on its listeners after this; its connections are
 	 * closed, CLOSE end=session_closed */
@@ -710,7 +650,7 @@ sess_delete(struct egress *ex, struct eg_session *s, const char *by)
 		eg_lsock_clear(&s->ls[i]);	/* socket files removed */
 	if (tcp)
 		eg_sessions_own_refresh(ex);
-	emit_session(ex, s, "close", NULL, n, by);
+	eg_sess_emit(ex, s, "close", NULL, NULL, by, n);
 	eg_log(ex, EGRESS_LOG_INFO, "session %s closed by %s (%u tunnels)",
 	    s->name, by, n);
 	eg_session_unref(s);	/* the registry's reference */
@@ -725,27 +665,27 @@ egress_session_delete(struct egress *ex, const char *name, const char *by,
 	unsigned n;
 
 	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
+		return eg_set_err(ex, EINVAL, "egress_start() first");
 	if (name != NULL && strcmp(name, "default") == 0)
-		return set_err(ex, EPERM, "the session 'default' cannot be "
+		return eg_set_err(ex, EPERM, "the session 'default' cannot be "
 		    "deleted");
 	pthread_mutex_lock(&ex->ctl);
 	if (name == NULL || (s = eg_session_get(ex, name, strlen(name))) ==
 	    NULL) {
 		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
+		return eg_set_err(ex, ENOENT, "session '%.80s' does not exist",
 		    name ? name : "");
 	}
 	if (s->is_static) {
-		set_err(ex, EPERM, "session '%s' comes from the configuration "
-		    "file; remove its [session:%s] section and reload",
-		    s->name, s->name);
+		eg_set_err(ex, EPERM, "session '%s' comes from the "
+		    "configuration file; remove its [session:%s] section and "
+		    "reload", s->name, s->name);
 		pthread_mutex_unlock(&ex->ctl);
 		eg_session_unref(s);
 		errno = EPERM;
 		return -1;
 	}
-	n = sess_delete(ex, s, by ? by : "api");
+	n = eg_sess_delete(ex, s, by ? by : "api");
 	pthread_mutex_unlock(&ex->ctl);
 	eg_session_unref(s);
 	if (closed != NULL)
@@ -783,7 +723,7 @@ ttl_pass(struct egress *ex)
 		/* still idle? (a client may have come meanwhile) */
 		if (!s->closing && __atomic_load_n(&s->active,
 		    __ATOMIC_RELAXED) == 0 && !eg_stopping(ex))
-			sess_delete(ex, s, "ttl");
+			eg_sess_delete(ex, s, "ttl");
 		eg_session_unref(s);
 	}
 	pthread_mutex_unlock(&ex->ctl);
@@ -814,7 +754,7 @@ eg_sessions_run(struct egress *ex)
 	if (ex->ttl_started)
 		return 0;
 	if ((rc = pthread_create(&ex->ttl_thr, NULL, ttl_main, ex)) != 0)
-		return set_err(ex, rc, "pthread_create: %s", strerror(rc));
+		return eg_set_err(ex, rc, "pthread_create: %s", strerror(rc));
 	ex->ttl_started = 1;
 	return 0;
 }
@@ -828,149 +768,7 @@ eg_sessions_join(struct egress *ex)
 	ex->ttl_started = 0;
 }
 
-/* --- static sessions ([session:NAME]) ------------------------------------ */
-
-static char *
-dupstr(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = eg_malloc(n);
-
-	if (d != NULL)
-		memcpy(d, s, n);
-	return d;
-}
-
-/* Bind a static session from cs (not registered yet); NULL with errmsg. */
-static struct eg_session *
-static_new(struct egress *ex, const struct eg_cfg *cfg,
-    const struct eg_cfg_session *cs)
-{
-	struct eg_session *s;
-	struct eg_lsock *ls;
-	struct eg_err err;
-	const char *a;
-	size_t i;
-	int rc;
-
-	if ((s = sess_alloc(ex, cs->name)) == NULL ||
-	    (s->ls = eg_calloc(cs->nlisten, sizeof(*s->ls))) == NULL ||
-	    (s->lio = eg_calloc(cs->nlisten * (ex->nw ? ex->nw : 1),
-	    sizeof(*s->lio))) == NULL ||
-	    (s->ring = eg_ring_new(cfg->audit_ring)) == NULL ||
-	    (cs->phase != NULL && (s->cfg_phase = dupstr(cs->phase)) ==
-	    NULL)) {
-		if (s != NULL)
-			sess_free(s);
-		set_err(ex, ENOMEM, "out of memory");
-		return NULL;
-	}
-	s->is_static = 1;
-	for (i = 0; i < cs->nlisten; i++) {
-		ls = &s->ls[i];
-		ls->sess = s;
-		a = cs->listen[i].text;
-		if (cs->listen[i].kind == EG_LISTEN_UNIX)
-			rc = eg_listen_bind_unix(ls, a, cfg->unix_mode, &err);
-		else
-			rc = eg_listen_bind_tcp(ls, a, &err);
-		if (rc == -1) {
-			sess_free(s);
-			set_err(ex, err.code, "%s:%d: [session:%s]: %s",
-			    cfg->file ? cfg->file : "(config)",
-			    cs->listen[i].line, cs->name, err.msg);
-			return NULL;
-		}
-		s->nls++;
-		if ((ls->text = dupstr(a)) == NULL) {
-			sess_free(s);
-			set_err(ex, ENOMEM, "out of memory");
-			return NULL;
-		}
-		if (ls->kind == EG_LISTEN_TCP && s->listen[0] == '\0')
-			sess_listen_text(s, ls);
-		/* the socket the API shows: a copy, as ls->path goes at
-		 * delete while a reader may still hold s */
-		if (ls->kind == EG_LISTEN_UNIX && s->sock == NULL &&
-		    (s->sock = dupstr(a)) == NULL) {
-			sess_free(s);
-			set_err(ex, ENOMEM, "out of memory");
-			return NULL;
-		}
-	}
-	return s;
-}
-
-static int
-static_same(const struct eg_session *s, const struct eg_cfg_session *cs)
-{
-	size_t i;
-
-	if (s->nls != cs->nlisten)
-		return 0;
-	for (i = 0; i < s->nls; i++)
-		if (s->ls[i].kind != cs->listen[i].kind ||
-		    strcmp(s->ls[i].text, cs->listen[i].text) != 0)
-			return 0;
-	return 1;
-}
-
-static const struct eg_cfg_session *
-cfg_session(const struct eg_cfg *cfg, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->nsessions; i++)
-		if (strcmp(cfg->sessions[i].name, name) == 0)
-			return &cfg->sessions[i];
-	return NULL;
-}
-
-/* Register and start a bound session (under ctl). */
-static void
-sess_open(struct egress *ex, struct eg_session *s, const char *by)
-{
-	reg_add(ex, s);
-	eg_workers_session(ex, s, 1);
-	emit_session(ex, s, "open", s->phase, 0, by);
-}
-
-/* --- start, reload, free ------------------------------------------------- */
-
-int
-eg_sessions_start(struct egress *ex)
-{
-	const struct eg_cfg_session *cs;
-	struct eg_session *s;
-	size_t i;
-
-	ex->def.nw = ex->nw;
-	ex->def.created_ms = ex->def.idle_since_ms = eg_wall_ms();
-	ex->def.wconns = eg_calloc(ex->nw ? ex->nw : 1,
-	    sizeof(*ex->def.wconns));
-	ex->def.dnext = eg_calloc(ex->nw ? ex->nw : 1,
-	    sizeof(*ex->def.dnext));
-	if (ex->def.wconns == NULL || ex->def.dnext == NULL)
-		return set_err(ex, ENOMEM, "out of memory");
-	for (i = 0; i < ex->cfg->nsessions; i++) {
-		cs = &ex->cfg->sessions[i];
-		if ((s = static_new(ex, ex->cfg, cs)) == NULL)
-			/* eg_sessions_free() unbinds the rest */
-			return -1;
-		s->phase = eg_cfg_phase(ex->cfg, cs->phase ? cs->phase :
-		    ex->cfg->phase);
-		s->gen = 1;
-		if (s->phase == NULL) {
-			sess_free(s);
-			return set_err(ex, ENOENT, "[session:%s]: phase '%s' "
-			    "does not exist", cs->name, cs->phase);
-		}
-		sess_open(ex, s, "config");
-	}
-	if (ex->cfg->nsessions > 0)
-		eg_sessions_own_refresh(ex);
-	return 0;
-}
+/* --- free ---------------------------------------------------------------- */
 
 void
 eg_sessions_free(struct egress *ex)
@@ -982,442 +780,13 @@ eg_sessions_free(struct egress *ex)
 		eg_session_unref(s);	/* its sockets are removed */
 	}
 	ex->nsessions = 0;
+	eg_audit_close(ex->def.audit_file);
+	eg_labels_free(ex->def.labels);
+	eg_redacts_free(ex->def.redacts);
 	eg_free(ex->def.wconns);
 	eg_free(ex->def.dnext);
 	ex->def.wconns = NULL;
 	ex->def.dnext = NULL;
 	eg_free(ex->session_dir);
 	ex->session_dir = NULL;
-}
-
-int
-eg_sessions_reload_check(struct egress *ex, const struct eg_cfg *cfg,
-    char *buf, size_t len)
-{
-	const struct eg_cfg_session *cs;
-	struct eg_session *s;
-	size_t i;
-	int rc = 0;
-
-	pthread_mutex_lock(&ex->sesmtx);
-	pthread_rwlock_rdlock(&ex->lock);
-	for (i = 0; i < cfg->nsessions && rc == 0; i++) {
-		s = reg_find(ex, cfg->sessions[i].name,
-		    strlen(cfg->sessions[i].name));
-		if (s != NULL && !s->is_static) {
-			snprintf(buf, len, "%s:%d: [session:%s]: a session of "
-			    "that name was made over the API; reload refused",
-			    cfg->file ? cfg->file : "(config)",
-			    cfg->sessions[i].line, s->name);
-			rc = -1;
-		}
-	}
-	for (s = ex->sessions; s != NULL && rc == 0; s = s->next) {
-		if (s->is_static) {
-			cs = cfg_session(cfg, s->name);
-			/* removed, or sent to its new phase = */
-			if (cs == NULL || (cs->phase != NULL &&
-			    (s->cfg_phase == NULL ||
-			    strcmp(cs->phase, s->cfg_phase) != 0)))
-				continue;
-		}
-		if (s->phases == NULL && eg_cfg_phase(cfg, s->phase->name) ==
-		    NULL) {
-			snprintf(buf, len, "%s: session '%s' is in phase "
-			    "'%s', which is not in the new configuration; "
-			    "reload refused", cfg->file ? cfg->file :
-			    "(config)", s->name, s->phase->name);
-			rc = -1;
-			break;
-		}
-	}
-	pthread_rwlock_unlock(&ex->lock);
-	pthread_mutex_unlock(&ex->sesmtx);
-	return rc;
-}
-
-int
-eg_sessions_reload_prepare(struct egress *ex, const struct eg_cfg *cfg)
-{
-	const struct eg_cfg_session *cs;
-	struct eg_session *s, *o, **tail = &ex->sess_pending;
-	size_t i;
-
-	/* under ctl: the registry does not change meanwhile */
-	for (o = ex->sessions; o != NULL; o = o->next)
-		o->gone = o->is_static && ((cs = cfg_session(cfg, o->name)) ==
-		    NULL || !static_same(o, cs));
-	for (i = 0; i < cfg->nsessions; i++) {
-		cs = &cfg->sessions[i];
-		o = reg_find(ex, cs->name, strlen(cs->name));
-		if (o != NULL && !o->gone)
-			continue;
-		if (o != NULL) {
-			/* its listeners changed: rebound after the old ones
-			 * are closed (eg_sessions_reload_done) */
-			continue;
-		}
-		if ((s = static_new(ex, cfg, cs)) == NULL) {
-			eg_sessions_reload_abort(ex);
-			return -1;
-		}
-		*tail = s;
-		tail = &s->next;
-	}
-	return 0;
-}
-
-void
-eg_sessions_reload_abort(struct egress *ex)
-{
-	struct eg_session *s, *o;
-
-	while ((s = ex->sess_pending) != NULL) {
-		ex->sess_pending = s->next;
-		sess_free(s);
-	}
-	for (o = ex->sessions; o != NULL; o = o->next)
-		o->gone = 0;
-}
-
-void
-eg_sessions_reload_swap(struct egress *ex, const struct eg_cfg *cfg)
-{
-	struct eg_session *s;
-
-	/* no sesmtx (the lock order is sesmtx, then ex->lock): the registry
-	 * changes only under ctl, which the reload holds */
-	const struct eg_cfg_session *cs;
-	const struct eg_phase *p;
-
-	for (s = ex->sessions; s != NULL; s = s->next) {
-		if (s->phases != NULL || s->gone)
-			continue;	/* (a gone one closes at once) */
-		p = NULL;
-		cs = s->is_static ? cfg_session(cfg, s->name) : NULL;
-		if (cs != NULL && cs->phase != NULL && (s->cfg_phase == NULL ||
-		    strcmp(cs->phase, s->cfg_phase) != 0)) {
-			p = eg_cfg_phase(cfg, cs->phase);
-			eg_free(s->cfg_phase);
-			s->cfg_phase = dupstr(cs->phase);
-		}
-		if (p == NULL)
-			p = eg_cfg_phase(cfg, s->phase->name);
-		if (eg_budget_changed(s->phase, p))
-			eg_budget_reset(&s->bud);
-		s->phase = p;
-		s->gen++;
-	}
-	for (s = ex->sess_pending; s != NULL; s = s->next) {
-		cs = cfg_session(cfg, s->name);
-		s->phase = eg_cfg_phase(cfg, cs->phase ? cs->phase :
-		    cfg->phase);
-		s->gen = 1;
-	}
-}
-
-static void
-collect(struct eg_session *s, void *arg)
-{
-	struct eg_session ***pp = arg;
-
-	if (s->is_default || s->phases != NULL || s->gone)
-		return;
-	eg_session_ref(s);
-	*(*pp)++ = s;
-}
-
-void
-eg_sessions_reload_done(struct egress *ex, const struct eg_cfg *cfg)
-{
-	struct eg_session **v, **p, *s, *next;
-	const struct eg_cfg_session *cs;
-	size_t n, i;
-
-	/* static sessions removed (or with other listeners): closed */
-	for (s = ex->sessions; s != NULL; s = next) {
-		next = s->next;
-		if (s->gone) {
-			eg_session_ref(s);
-			sess_delete(ex, s, "reload");
-			eg_session_unref(s);
-		}
-	}
-	/* new ones, bound before the swap; changed ones, bound now */
-	while ((s = ex->sess_pending) != NULL) {
-		ex->sess_pending = s->next;
-		s->next = NULL;
-		sess_open(ex, s, "reload");
-	}
-	for (i = 0; i < cfg->nsessions; i++) {
-		cs = &cfg->sessions[i];
-		if ((s = eg_session_get(ex, cs->name, strlen(cs->name))) !=
-		    NULL) {
-			eg_session_unref(s);
-			continue;
-		}
-		if ((s = static_new(ex, cfg, cs)) == NULL) {
-			eg_log(ex, EGRESS_LOG_ERR, "reload: %s", eg_errbuf(ex));
-			continue;
-		}
-		pthread_rwlock_wrlock(&ex->lock);
-		s->phase = eg_cfg_phase(cfg, cs->phase ? cs->phase :
-		    cfg->phase);
-		s->gen = 1;
-		pthread_rwlock_unlock(&ex->lock);
-		sess_open(ex, s, "reload");
-	}
-
-	pthread_mutex_lock(&ex->sesmtx);
-	n = ex->nsessions;
-	pthread_mutex_unlock(&ex->sesmtx);
-	/* under ctl: the registry does not change meanwhile */
-	if (n == 0 || (v = eg_calloc(n, sizeof(*v))) == NULL)
-		return;
-	p = v;
-	eg_sessions_foreach(ex, collect, &p);
-	for (i = 0; v + i < p; i++) {
-		eg_workers_close_forbidden(ex, v[i], EG_END_RELOAD);
-		eg_session_unref(v[i]);
-	}
-	eg_free(v);
-	eg_sessions_own_refresh(ex);
-}
-
-/* --- step labels, audit files (the replay module's needs) ---------------- */
-
-void
-eg_labels_free(struct eg_label *l)
-{
-	struct eg_label *n;
-
-	for (; l != NULL; l = n) {
-		n = l->next;
-		eg_free(l);
-	}
-}
-
-/* The session named (NULL/"default": the default one), referenced. */
-static struct eg_session *
-sess_named(struct egress *ex, const char *session)
-{
-	if (session == NULL)
-		session = "default";
-	return eg_session_get(ex, session, strlen(session));
-}
-
-int
-egress_session_set_step(struct egress *ex, const char *session,
-    const char *step)
-{
-	struct eg_session *s;
-	struct eg_label *l = NULL;
-	size_t n = 0;
-
-	if (step != NULL && !eg_phase_name_ok(step, n = strlen(step)))
-		return set_err(ex, EINVAL, "bad step name '%.80s': 1 to %d "
-		    "of A-Z a-z 0-9 _ . -", step, EG_SESSION_NAME_MAX);
-	if (step != NULL) {
-		if ((l = eg_malloc(sizeof(*l) + n + 1)) == NULL)
-			return set_err(ex, ENOMEM, "out of memory");
-		memcpy(l->name, step, n + 1);
-	}
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		eg_free(l);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
-	/* the old label stays allocated: a loop thread may be writing it */
-	if (l != NULL) {
-		l->next = s->labels;
-		s->labels = l;
-	}
-	__atomic_store_n(&s->step, l != NULL ? l->name : NULL,
-	    __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ex->ctl);
-	eg_session_unref(s);
-	return 0;
-}
-
-void
-eg_redacts_free(struct eg_redact *r)
-{
-	struct eg_redact *n;
-	size_t i;
-
-	for (; r != NULL; r = n) {
-		n = r->next;
-		for (i = 0; i < r->n; i++)
-			eg_free(r->val[i]);
-		eg_free(r->val);
-		eg_free(r->len);
-		eg_free(r);
-	}
-}
-
-static const char eg_redacted[] = "[REDACTED]";
-
-const char *
-eg_redact_str(const struct eg_redact *r, const char *s, char *out,
-    size_t cap)
-{
-	size_t slen, i, k, best, o = 0, rl = sizeof(eg_redacted) - 1;
-	int hit = 0;
-
-	if (r == NULL || r->n == 0 || s == NULL)
-		return s;
-	slen = strlen(s);
-	if (slen < EG_REDACT_MIN)
-		return s;
-	for (i = 0; i < slen;) {
-		/* the longest value that starts here */
-		best = 0;
-		for (k = 0; k < r->n; k++)
-			if (r->len[k] > best && r->len[k] <= slen - i &&
-			    strncasecmp(s + i, r->val[k], r->len[k]) == 0)
-				best = r->len[k];
-		if (best > 0) {
-			if (o + rl >= cap)
-				goto nospace;
-			memcpy(out + o, eg_redacted, rl);
-			o += rl;
-			i += best;
-			hit = 1;
-			continue;
-		}
-		if (o + 1 >= cap)
-			goto nospace;
-		out[o++] = s[i++];
-	}
-	if (!hit)
-		return s;
-	out[o] = '\0';
-	return out;
-nospace:
-	if (cap <= rl)
-		return "";
-	memcpy(out, eg_redacted, rl + 1);
-	return out;
-}
-
-int
-egress_session_set_redact(struct egress *ex, const char *session,
-    const char *const *values, size_t n)
-{
-	struct eg_session *s;
-	struct eg_redact *r;
-	size_t i, len;
-
-	if ((r = eg_calloc(1, sizeof(*r))) == NULL ||
-	    (n > 0 && ((r->val = eg_calloc(n, sizeof(*r->val))) == NULL ||
-	    (r->len = eg_calloc(n, sizeof(*r->len))) == NULL))) {
-		eg_redacts_free(r);
-		return set_err(ex, ENOMEM, "out of memory");
-	}
-	for (i = 0; i < n; i++) {
-		if (values[i] == NULL ||
-		    (len = strlen(values[i])) < EG_REDACT_MIN)
-			continue;
-		if ((r->val[r->n] = eg_strdup(values[i])) == NULL) {
-			eg_redacts_free(r);
-			return set_err(ex, ENOMEM, "out of memory");
-		}
-		r->len[r->n++] = len;
-		if (len > r->maxlen)
-			r->maxlen = len;
-	}
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		eg_redacts_free(r);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
-	/* the old list stays allocated: a loop thread may be using it */
-	r->next = s->redacts;
-	s->redacts = r;
-	__atomic_store_n(&s->redact, r->n > 0 ? r : NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ex->ctl);
-	eg_session_unref(s);
-	return 0;
-}
-
-int
-egress_session_set_audit(struct egress *ex, const char *session,
-    const char *path, const char *run_id, int chain)
-{
-	struct eg_session *s;
-	struct eg_audit *a;
-	struct eg_err err;
-	char run[37];
-	int json;
-
-	if (!ex->started)
-		return set_err(ex, EINVAL, "egress_start() first");
-	if (run_id != NULL && !eg_uuid_ok(run_id))
-		return set_err(ex, EINVAL, "run_id: '%.80s' is not a UUID",
-		    run_id);
-	pthread_mutex_lock(&ex->ctl);
-	if ((s = sess_named(ex, session)) == NULL) {
-		pthread_mutex_unlock(&ex->ctl);
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	}
-	if (path == NULL) {
-		/* back to the main log; the file stays open (a loop
-		 * thread may be writing to it) until the session goes */
-		__atomic_store_n(&s->audit, NULL, __ATOMIC_RELEASE);
-		goto done;
-	}
-	pthread_rwlock_rdlock(&ex->lock);
-	json = ex->cfg->audit_json;
-	pthread_rwlock_unlock(&ex->lock);
-	if ((a = s->audit_file) != NULL) {
-		/* another file: the same writer (and chain) moves to it */
-		if (eg_audit_reconfigure(a, path, json, &err) == -1)
-			goto fail;
-	} else {
-		if ((a = eg_audit_open_private(path, json, &err)) == NULL)
-			goto fail;
-		if (run_id != NULL)
-			snprintf(run, sizeof(run), "%s", run_id);
-		else
-			eg_uuid4(run);
-		/* under ctl: a reload cannot swap ex->cfg meanwhile */
-		if (eg_audit_chain_setup(ex, a, run, chain, &err) == -1) {
-			eg_audit_close(a);
-			goto fail;
-		}
-		s->audit_file = a;
-	}
-	__atomic_store_n(&s->audit, a, __ATOMIC_RELEASE);
-done:
-	pthread_mutex_unlock(&ex->ctl);
-	eg_session_unref(s);
-	return 0;
-fail:
-	pthread_mutex_unlock(&ex->ctl);
-	eg_session_unref(s);
-	return set_err(ex, err.code, "%s", err.msg);
-}
-
-int
-egress_session_audit_head(struct egress *ex, const char *session,
-    char head[65], uint64_t *lines)
-{
-	struct eg_session *s;
-	struct eg_audit *a;
-	int rc;
-
-	if ((s = sess_named(ex, session)) == NULL)
-		return set_err(ex, ENOENT, "session '%.80s' does not exist",
-		    session);
-	a = __atomic_load_n(&s->audit, __ATOMIC_ACQUIRE);
-	rc = eg_audit_head(a != NULL ? a : ex->audit, head, lines);
-	eg_session_unref(s);
-	if (rc == -1)
-		return set_err(ex, ENOTSUP, "that audit file is not chained");
-	return 0;
 }

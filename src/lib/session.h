@@ -12,6 +12,10 @@
 
 struct egress;
 struct eg_cfg;
+struct eg_event;
+struct eg_label;
+struct eg_redact;
+struct eg_ring;
 struct eg_session;
 struct egress_event;
 struct egress_phase_spec;
@@ -24,6 +28,8 @@ void	eg_session_detach(struct eg_session *s);
 void	eg_session_ref(struct eg_session *s);
 void	eg_session_unref(struct eg_session *s);	/* NULL and default ok */
 
+/* At creation: the registry holds the session "default". */
+void	eg_sessions_init(struct egress *ex);
 /* egress_start(), after the workers exist: the default session's
  * per-worker lists; the static sessions of ex->cfg.  0 or -1 (errmsg). */
 int	eg_sessions_start(struct egress *ex);
@@ -75,5 +81,15 @@ void	eg_sessions_foreach(struct egress *ex,
 /* Find a session by name (len bytes) and take a reference; NULL. */
 struct eg_session *eg_session_get(struct egress *ex, const char *name,
 	    size_t len);
+
+/* Step labels and redaction lists (session-int.h), freed with their
+ * session. */
+void	eg_labels_free(struct eg_label *);
+void	eg_redacts_free(struct eg_redact *);
+/* s with every value of r replaced by "[REDACTED]" (ASCII case ignored),
+ * written to out (cap bytes); s itself when nothing matched; when the
+ * result does not fit, "[REDACTED]" alone (nothing of a value leaks). */
+const char *eg_redact_str(const struct eg_redact *r, const char *s,
+	    char *out, size_t cap);
 
 #endif

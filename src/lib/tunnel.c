@@ -12,8 +12,11 @@
 
 #include "alloc.h"
 #include "conn-int.h"
+#include "conn.h"
+#include "core.h"
+#include "event.h"
+#include "log.h"
 #include "loop.h"
-#include "proxy.h"
 #include "sni.h"
 
 #define BUFPOOL_MAX	256

@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "proxy.h"
+#include "session-int.h"
 #include "session.h"
 #include "upool.h"
 

@@ -12,9 +12,13 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "cfg.h"
+#include "conn.h"
+#include "core.h"
 #include "dns.h"
+#include "event.h"
+#include "log.h"
 #include "ownaddr.h"
-#include "proxy.h"
 #include "session.h"
 #include "worker.h"
 

@@ -2,15 +2,16 @@
  * worker.h: the worker threads: creating and freeing them, their loop's
  * entry point, the snapshot of own addresses they hold, and the commands
  * the control calls run on every loop.  The per-client table (also in
- * worker.c) is declared in proxy.h, for conn.c.  Private to libegress.
+ * worker.c) is declared here too, for conn.c.  Private to libegress.
  */
 #ifndef EG_WORKER_H
 #define EG_WORKER_H
 
 #include <stddef.h>
 
+#include "core.h"
 #include "err.h"
-#include "proxy.h"
+#include "event.h"
 
 struct eg_ownaddr;
 
@@ -58,5 +59,10 @@ int	eg_workers_prepare(struct egress *, size_t n);
 void	eg_workers_unprepare(struct egress *);
 /* On every loop: take up the new ex->ls and DNS servers (a reload). */
 void	eg_workers_reconfigure(struct egress *);
+
+/* worker.c: the per-client connection table */
+int	eg_client_acquire(struct egress *, const struct sockaddr *,
+	    unsigned max);
+void	eg_client_release(struct egress *, const struct sockaddr *);
 
 #endif

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "proxy.h"
+#include "session-int.h"
+#include "session.h"
 #include "tap.h"
 
 struct drain {

@@ -11,7 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "proxy.h"
+#include "core.h"
 #include "tap.h"
 
 static int ncalls, last_level;

@@ -5,7 +5,8 @@
  */
 #include "egress-int.h"
 
-#include "proxy.h"
+#include "core.h"
+#include "log.h"
 #include "tap.h"
 
 static int nevals, ncalls, last_level;

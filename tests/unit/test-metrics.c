@@ -6,9 +6,9 @@
 #include "egress-int.h"
 
 #include "buf.h"
+#include "event.h"
 #include "metrics.h"
 #include "policy.h"
-#include "proxy.h"
 #include "tap.h"
 
 static char out[65536];

@@ -14,7 +14,7 @@
 
 #include "alloc.h"
 #include "conn-int.h"
-#include "proxy.h"
+#include "core.h"
 #include "tap.h"
 
 static struct eg_worker *w;
