@@ -44,6 +44,7 @@
 #include "egress.h"
 #include "module.h"
 #include "../common/fsutil.h"
+#include "../common/procwalk.h"
 #include "alloc.h"
 #include "capture.h"
 #include "plan.h"
@@ -51,13 +52,6 @@
 #include "receipt.h"
 #include "replay.h"
 #include "job.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC	(1U << 2)
-#endif
-#ifndef SYS_close_range
-#define SYS_close_range		436
-#endif
 
 /* --- the test hook ------------------------------------------------------------ */
 
@@ -744,7 +738,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 			(void)dup2(nul, 1);
 			(void)dup2(nul, 2);
 		}
-		(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		mc_proc_cloexec_fds();
 		execve(rp_exe, av.v, envp.v);
 		_exit(127);
 	}
