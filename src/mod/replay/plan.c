@@ -337,6 +337,15 @@ perr(struct parse *ps, const char *fmt, ...)
 	rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
 }
 
+/* *dst becomes a copy of v (a key given again: the last one wins). */
+static void
+set_str(struct parse *ps, char **dst, const char *v)
+{
+	eg_free(*dst);
+	if ((*dst = eg_strdup(v)) == NULL)
+		ps->oom = 1;
+}
+
 /* The key k of section sect, or -1. */
 static int
 key_of(enum sect sect, const char *k)
@@ -778,9 +787,7 @@ entry(struct parse *ps, const char *k, const char *v)
 			    sizeof(q)));
 			return;
 		}
-		eg_free(pl->name);
-		if ((pl->name = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &pl->name, v);
 		break;
 	case PK_DEADLINE:
 		if (parse_uint(v, 10000000, &pl->deadline) == -1)
@@ -796,15 +803,11 @@ entry(struct parse *ps, const char *k, const char *v)
 			    quote(v, q, sizeof(q)));
 			return;
 		}
-		eg_free(st->phase);
-		if ((st->phase = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &st->phase, v);
 		st->phase_line = ps->ini.line;
 		break;
 	case PK_STEP_RUN:
-		eg_free(st->run);
-		if ((st->run = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &st->run, v);
 		st->run_line = ps->ini.line;
 		break;
 	case PK_STEP_TIMEOUT:
