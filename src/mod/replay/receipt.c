@@ -61,7 +61,7 @@ rp_ts_parse(const char *ts)
 }
 
 void
-rp_command_sha256(const struct rp_strv *argv, char out[65])
+rp_command_sha256(const struct mc_strv *argv, char out[65])
 {
 	json_t *a;
 	char *s;

@@ -309,7 +309,7 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 static int
 secrets_load(struct job *j)
 {
-	const struct rp_strv *s = &j->plan->secrets;
+	const struct mc_strv *s = &j->plan->secrets;
 	const char *v;
 	size_t i;
 
