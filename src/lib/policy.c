@@ -242,29 +242,17 @@ eg_rule_parse(const char *s, size_t len, struct eg_rule *r,
 		return bad_pattern(err, s, len,
 		    "a prefix length needs an IP address");
 
-	switch (h.kind) {
-	case EG_HOST_NAME:
-		break;
-	case EG_HOST_V4:
-		kind = EG_RULE_V4;
+	if (h.kind != EG_HOST_NAME) {
+		/* an address: 4 or 16 bytes at the start of the union */
+		size_t nb = h.kind == EG_HOST_V4 ? 4 : 16;
+
+		kind = h.kind == EG_HOST_V4 ? EG_RULE_V4 : EG_RULE_V6;
 		if (prefix < 0)
-			prefix = 32;
-		if (!host_bits_zero((const unsigned char *)&h.ip.v4, 4,
-		    prefix))
+			prefix = (int)nb * 8;
+		if (!host_bits_zero((const unsigned char *)&h.ip, nb, prefix))
 			return bad_pattern(err, s, len,
 			    "host bits set beyond the prefix length");
-		r->ip.v4 = h.ip.v4;
-		break;
-	case EG_HOST_V6:
-		kind = EG_RULE_V6;
-		if (prefix < 0)
-			prefix = 128;
-		if (!host_bits_zero((const unsigned char *)&h.ip.v6, 16,
-		    prefix))
-			return bad_pattern(err, s, len,
-			    "host bits set beyond the prefix length");
-		r->ip.v6 = h.ip.v6;
-		break;
+		memcpy(&r->ip, &h.ip, nb);
 	}
 
 	r->kind = kind;

@@ -450,12 +450,36 @@ eg_workers_free(struct egress *ex)
 
 /* --- commands on every loop: phase switch, reload ---------------------- */
 
+/* The head of a command that closes connections on every loop in turn. */
+struct each_cmd {
+	struct eg_worker	*w;		/* the loop it runs on */
+	unsigned		 closed;	/* what it closed there */
+};
+
+/*
+ * Run fn on every loop, one after the other, with arg: a struct whose
+ * first member is e.  The connections closed, summed over the loops.
+ */
+static unsigned
+workers_each(struct egress *ex, eg_cmd_fn *fn, struct each_cmd *e)
+{
+	unsigned n = 0;
+	size_t i;
+
+	for (i = 0; i < ex->nw; i++) {
+		e->w = &ex->w[i];
+		e->closed = 0;	/* stays 0 if that loop has ended */
+		worker_call(ex, &ex->w[i], fn, e);
+		n += e->closed;
+	}
+	return n;
+}
+
 struct recheck {
-	struct eg_worker	*w;
+	struct each_cmd		 e;		/* first */
 	struct eg_session	*sess;
 	enum eg_end		 why;
 	int			 close;		/* on_phase_change = close */
-	unsigned		 closed;
 };
 
 static void
@@ -465,9 +489,9 @@ recheck_cmd(void *arg)
 
 	/* idle pooled upstreams never outlive their host's permission,
 	 * whatever on_phase_change says about open tunnels */
-	(void)eg_forward_pool_recheck(r->w, r->sess);
+	(void)eg_forward_pool_recheck(r->e.w, r->sess);
 	if (r->close)
-		r->closed = eg_conn_recheck(r->w, r->sess, r->why);
+		r->e.closed = eg_conn_recheck(r->e.w, r->sess, r->why);
 }
 
 /* On every loop: close what the session's new phase forbids. */
@@ -476,19 +500,11 @@ eg_workers_close_forbidden(struct egress *ex, struct eg_session *sess,
     enum eg_end why)
 {
 	struct recheck r;
-	unsigned n = 0;
-	size_t i;
 
-	for (i = 0; i < ex->nw; i++) {
-		r.w = &ex->w[i];
-		r.sess = sess;
-		r.why = why;
-		r.close = ex->cfg->close_on_phase_change;
-		r.closed = 0;
-		worker_call(ex, &ex->w[i], recheck_cmd, &r);
-		n += r.closed;
-	}
-	return n;
+	r.sess = sess;
+	r.why = why;
+	r.close = ex->cfg->close_on_phase_change;
+	return workers_each(ex, recheck_cmd, &r.e);
 }
 
 static void
@@ -558,17 +574,16 @@ eg_workers_reconfigure(struct egress *ex)
 /* --- sessions' listeners ------------------------------------------------- */
 
 struct sess_cmd {
-	struct eg_worker	*w;
+	struct each_cmd		 e;		/* first */
 	struct eg_session	*s;
 	int			 on;
-	unsigned		 closed;
 };
 
 static void
 sess_cmd(void *arg)
 {
 	struct sess_cmd *c = arg;
-	struct eg_worker *w = c->w;
+	struct eg_worker *w = c->e.w;
 	struct eg_session *s = c->s;
 	struct eg_lio *lio, **lp;
 	size_t k;
@@ -596,7 +611,7 @@ sess_cmd(void *arg)
 	}
 	if (c->on)
 		return;
-	c->closed = eg_conn_close_session(w, s);
+	c->e.closed = eg_conn_close_session(w, s);
 	/* keep s (and its lio) until this batch is over */
 	eg_session_ref(s);
 	s->dnext[w->idx] = w->sdead;
@@ -607,16 +622,8 @@ unsigned
 eg_workers_session(struct egress *ex, struct eg_session *s, int on)
 {
 	struct sess_cmd c;
-	unsigned n = 0;
-	size_t i;
 
-	for (i = 0; i < ex->nw; i++) {
-		c.w = &ex->w[i];
-		c.s = s;
-		c.on = on;
-		c.closed = 0;	/* stays 0 if that loop has ended */
-		worker_call(ex, &ex->w[i], sess_cmd, &c);
-		n += c.closed;
-	}
-	return n;
+	c.s = s;
+	c.on = on;
+	return workers_each(ex, sess_cmd, &c.e);
 }

@@ -28,7 +28,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rp_errs errs;
 	struct rp_plan *p;
-	struct rp_strv v;
+	struct mc_strv v;
 	const char *why;
 	size_t i;
 
@@ -42,7 +42,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    rp_split_argv(p->steps[i].run, &v, &why) == 0 &&
 			    !p->steps[i].shell && v.n != p->steps[i].argv.n)
 				__builtin_trap();
-			rp_strv_free(&v);
+			mc_strv_free(&v);
 		}
 		rp_plan_free(p);
 	} else if (errs.n == 0)

@@ -110,9 +110,52 @@ mc_write_all(int fd, const void *buf, size_t len)
 }
 
 int
+mc_tmp_finish(int dirfd, const char *tmp, const char *name, int fd,
+    int (*fill)(int fd, void *arg), void *arg)
+{
+	int e;
+
+	if (fill(fd, arg) < 0 || fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(dirfd, tmp, dirfd, name) < 0)
+		goto fail;
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dirfd, tmp, 0);
+	errno = e;
+	return -1;
+}
+
+struct write_buf {
+	const void	*buf;
+	size_t		 len;
+	mode_t		 mode;
+};
+
+static int
+fill_buf(int fd, void *arg)
+{
+	const struct write_buf *wb = arg;
+
+	if (mc_write_all(fd, wb->buf, wb->len) < 0 ||
+	    fchmod(fd, wb->mode) < 0)
+		return -1;
+	return 0;
+}
+
+int
 mc_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
     mode_t mode)
 {
+	struct write_buf wb;
 	char tmp[NAME_MAX + 1];
 	struct stat st;
 	int fd, dfd, own = 0, e;
@@ -147,16 +190,11 @@ mc_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
 	}
 	if (fd < 0)
 		return -1;
-	if (mc_write_all(fd, buf, len) < 0 || fchmod(fd, mode) < 0 ||
-	    fsync(fd) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (renameat(dirfd, tmp, dirfd, name) < 0)
-		goto fail;
+	wb.buf = buf;
+	wb.len = len;
+	wb.mode = mode;
+	if (mc_tmp_finish(dirfd, tmp, name, fd, fill_buf, &wb) < 0)
+		return -1;
 	dfd = dirfd;
 	if (dirfd == AT_FDCWD) {
 		if ((dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -179,13 +217,6 @@ mc_write_atomic(int dirfd, const char *name, const void *buf, size_t len,
 		errno = se;
 	}
 	return e < 0 ? -1 : 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlinkat(dirfd, tmp, 0);
-	errno = e;
-	return -1;
 }
 
 int

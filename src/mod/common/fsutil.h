@@ -35,6 +35,14 @@ int	mc_write_all(int fd, const void *buf, size_t len);
 int	mc_write_atomic(int dirfd, const char *name, const void *buf,
 	    size_t len, mode_t mode);
 /*
+ * The end of an atomic write into the temp file dirfd/tmp, open as fd:
+ * fill(fd, arg) writes it, then fsync, close, renameat to dirfd/name
+ * (the caller fsyncs dirfd).  On failure fd is closed and tmp removed.
+ * 0 or -1 with errno.
+ */
+int	mc_tmp_finish(int dirfd, const char *tmp, const char *name, int fd,
+	    int (*fill)(int fd, void *arg), void *arg);
+/*
  * jansson value -> compact sorted JSON (JSON_COMPACT|JSON_SORT_KEYS, UTF-8
  * unescaped, no final newline), written with mc_write_atomic mode 0644.
  */

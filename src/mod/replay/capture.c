@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "../common/fsutil.h"
 #include "alloc.h"
 #include "capture.h"
 #include "patch.h"
@@ -82,13 +83,31 @@ gap(struct cap *k, const char *kind, const char *path)
  * Copy in (redacted, capped at max) to dfd/name through a temp file,
  * fsync, rename, fsync the directory.  0 or -1 with errno.
  */
+struct redact_job {
+	struct rp_redactor	*r;
+	int			 in;
+	uint64_t		 max;
+	uint64_t		*hits;
+	int			*trunc;
+};
+
+static int
+fill_redacted(int out, void *arg)
+{
+	struct redact_job *rj = arg;
+
+	return rp_redact_fd_max(rj->r, rj->in, out, rj->max, rj->hits,
+	    rj->trunc);
+}
+
 static int
 copy_redacted(struct rp_redactor *r, int in, int dfd, const char *name,
     uint64_t max, uint64_t *hits, int *trunc)
 {
+	struct redact_job rj = { r, in, max, hits, trunc };
 	char tmp[NAME_MAX + 1];
 	struct stat st;
-	int out, e;
+	int out;
 
 	if (strlen(name) > NAME_MAX - 8) {
 		errno = ENAMETOOLONG;
@@ -106,24 +125,10 @@ copy_redacted(struct rp_redactor *r, int in, int dfd, const char *name,
 	    O_CLOEXEC, 0644);
 	if (out < 0)
 		return -1;
-	if (rp_redact_fd_max(r, in, out, max, hits, trunc) < 0 ||
-	    fsync(out) < 0)
-		goto fail;
-	if (close(out) < 0) {
-		out = -1;
-		goto fail;
-	}
-	out = -1;
-	if (renameat(dfd, tmp, dfd, name) < 0 || fsync(dfd) < 0)
-		goto fail;
+	if (mc_tmp_finish(dfd, tmp, name, out, fill_redacted, &rj) < 0 ||
+	    fsync(dfd) < 0)
+		return -1;
 	return 0;
-fail:
-	e = errno;
-	if (out >= 0)
-		close(out);
-	unlinkat(dfd, tmp, 0);
-	errno = e;
-	return -1;
 }
 
 /* Same directory (the keeper may write its raw files in the step's). */

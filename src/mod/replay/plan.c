@@ -35,10 +35,10 @@ enum sect { S_NONE, S_REPLAY, S_STEP, S_SKIP };
 enum kkind {
 	KK_OWN,
 	KK_PATH,	/* char *: a path relative to the plan's folder */
-	KK_PATHS,	/* struct rp_strv: one more path (~, workdir) */
+	KK_PATHS,	/* struct mc_strv: one more path (~, workdir) */
 	KK_BOOL,	/* int: yes/no */
 	KK_SANDBOX,	/* int: enum rp_sandbox */
-	KK_ENV		/* struct rp_strv: NAME=VALUE */
+	KK_ENV		/* struct mc_strv: NAME=VALUE */
 };
 #define PKF_REPEAT	0x1
 #define P(f)	offsetof(struct rp_plan, f)
@@ -143,46 +143,6 @@ rp_errs_free(struct rp_errs *e)
 }
 
 int
-rp_strv_add(struct rp_strv *v, const char *s)
-{
-	char **nv, *d;
-
-	if ((d = eg_strdup(s)) == NULL)
-		return -1;
-	if ((nv = eg_realloc(v->v, (v->n + 2) * sizeof(*nv))) == NULL) {
-		eg_free(d);
-		return -1;
-	}
-	v->v = nv;
-	v->v[v->n++] = d;
-	v->v[v->n] = NULL;
-	return 0;
-}
-
-void
-rp_strv_free(struct rp_strv *v)
-{
-	size_t i;
-
-	for (i = 0; i < v->n; i++)
-		eg_free(v->v[i]);
-	eg_free(v->v);
-	v->v = NULL;
-	v->n = 0;
-}
-
-static int
-strv_has(const struct rp_strv *v, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < v->n; i++)
-		if (strcmp(v->v[i], s) == 0)
-			return 1;
-	return 0;
-}
-
-int
 rp_valid_name(const char *s, size_t n)
 {
 	size_t i;
@@ -249,7 +209,7 @@ quote(const char *s, char *buf, size_t cap)
  * On failure out is left empty.
  */
 int
-rp_split_argv(const char *s, struct rp_strv *out, const char **why)
+rp_split_argv(const char *s, struct mc_strv *out, const char **why)
 {
 	char *w;
 	size_t n = 0, len = strlen(s);
@@ -281,7 +241,7 @@ rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 		if (*s == ' ' || *s == '\t') {
 			if (inword) {
 				w[n] = '\0';
-				if (rp_strv_add(out, w) == -1)
+				if (mc_strv_add(out, w) == -1)
 					goto oom;
 				n = 0;
 				inword = 0;
@@ -307,7 +267,7 @@ rp_split_argv(const char *s, struct rp_strv *out, const char **why)
 	}
 	if (inword) {
 		w[n] = '\0';
-		if (rp_strv_add(out, w) == -1)
+		if (mc_strv_add(out, w) == -1)
 			goto oom;
 	}
 	rc = 0;
@@ -317,7 +277,7 @@ oom:
 out:
 	eg_free(w);
 	if (rc == -1)
-		rp_strv_free(out);	/* no half result */
+		mc_strv_free(out);	/* no half result */
 	return rc;
 }
 
@@ -335,6 +295,15 @@ perr(struct parse *ps, const char *fmt, ...)
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	rp_errs_add(ps->errs, ps->file, ps->ini.line, "%s", msg);
+}
+
+/* *dst becomes a copy of v (a key given again: the last one wins). */
+static void
+set_str(struct parse *ps, char **dst, const char *v)
+{
+	eg_free(*dst);
+	if ((*dst = eg_strdup(v)) == NULL)
+		ps->oom = 1;
 }
 
 /* The key k of section sect, or -1. */
@@ -435,9 +404,9 @@ parse_sandbox(const char *v)
 
 /* env = CI=1 LANG: NAME=VALUE, or NAME for the caller's value (if set). */
 static void
-parse_env(struct parse *ps, const char *v, struct rp_strv *out)
+parse_env(struct parse *ps, const char *v, struct mc_strv *out)
 {
-	struct rp_strv w = { 0 };
+	struct mc_strv w = { 0 };
 	const char *why, *cv, *eq;
 	char q[400], *kv;
 	size_t i, j, n, klen;
@@ -461,7 +430,7 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 		}
 		/* valid_var() bounds klen to 128: the name fits q */
 		snprintf(q, sizeof(q), "%.*s", (int)klen, w.v[i]);
-		if (strv_has(&ps->plan->secrets, q)) {
+		if (mc_strv_has(&ps->plan->secrets, q)) {
 			perr(ps, "env: %.*s is a secret: give it with "
 			    "secrets =", (int)klen, w.v[i]);
 			continue;
@@ -491,19 +460,19 @@ parse_env(struct parse *ps, const char *v, struct rp_strv *out)
 			}
 		}
 		if (kv != NULL) {
-			if (rp_strv_add(out, kv) == -1)
+			if (mc_strv_add(out, kv) == -1)
 				ps->oom = 1;
 			eg_free(kv);
 		}
 	}
-	rp_strv_free(&w);
+	mc_strv_free(&w);
 }
 
 static void
 parse_names(struct parse *ps, const char *key, const char *v,
-    struct rp_strv *out, const struct rp_strv *declared)
+    struct mc_strv *out, const struct mc_strv *declared)
 {
-	struct rp_strv w = { 0 };
+	struct mc_strv w = { 0 };
 	const char *why;
 	char q[400];
 	size_t i;
@@ -523,22 +492,22 @@ parse_names(struct parse *ps, const char *key, const char *v,
 			    "egressd", key, w.v[i]);
 			continue;
 		}
-		if (declared != NULL && !strv_has(declared, w.v[i])) {
+		if (declared != NULL && !mc_strv_has(declared, w.v[i])) {
 			perr(ps, "secrets: %s is not declared in [replay] "
 			    "secrets", w.v[i]);
 			continue;
 		}
-		if (!strv_has(out, w.v[i]) && rp_strv_add(out, w.v[i]) == -1)
+		if (!mc_strv_has(out, w.v[i]) && mc_strv_add(out, w.v[i]) == -1)
 			ps->oom = 1;
 	}
-	rp_strv_free(&w);
+	mc_strv_free(&w);
 }
 
 /* A capture word: relative, no "..", no empty component. */
 static void
-parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
+parse_capture(struct parse *ps, const char *v, struct mc_strv *out)
 {
-	struct rp_strv w = { 0 };
+	struct mc_strv w = { 0 };
 	const char *why, *c, *s;
 	char q[400];
 	size_t i, n;
@@ -577,15 +546,15 @@ parse_capture(struct parse *ps, const char *v, struct rp_strv *out)
 			    quote(s, q, sizeof(q)));
 			continue;
 		}
-		if (!strv_has(out, s) && rp_strv_add(out, s) == -1)
+		if (!mc_strv_has(out, s) && mc_strv_add(out, s) == -1)
 			ps->oom = 1;
 	}
-	rp_strv_free(&w);
+	mc_strv_free(&w);
 }
 
 static void
 add_path(struct parse *ps, const char *key, const char *v,
-    struct rp_strv *out)
+    struct mc_strv *out)
 {
 	const char *home;
 	char *p;
@@ -609,7 +578,7 @@ add_path(struct parse *ps, const char *key, const char *v,
 	else
 		p = abs_path(ps->plan->workdir != NULL ? ps->plan->workdir :
 		    ps->dir, v);
-	if (p == NULL || rp_strv_add(out, p) == -1)
+	if (p == NULL || mc_strv_add(out, p) == -1)
 		ps->oom = 1;
 	eg_free(p);
 }
@@ -756,7 +725,7 @@ entry(struct parse *ps, const char *k, const char *v)
 		set_path(ps, k, v, (char **)f);
 		return;
 	case KK_PATHS:
-		add_path(ps, k, v, (struct rp_strv *)f);
+		add_path(ps, k, v, (struct mc_strv *)f);
 		return;
 	case KK_BOOL:
 		set_bool(ps, k, v, (int *)f);
@@ -767,7 +736,7 @@ entry(struct parse *ps, const char *k, const char *v)
 			ps->sandbox_line = ps->ini.line;
 		return;
 	case KK_ENV:
-		parse_env(ps, v, (struct rp_strv *)f);
+		parse_env(ps, v, (struct mc_strv *)f);
 		return;
 	}
 	switch (i) {
@@ -778,9 +747,7 @@ entry(struct parse *ps, const char *k, const char *v)
 			    sizeof(q)));
 			return;
 		}
-		eg_free(pl->name);
-		if ((pl->name = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &pl->name, v);
 		break;
 	case PK_DEADLINE:
 		if (parse_uint(v, 10000000, &pl->deadline) == -1)
@@ -796,15 +763,11 @@ entry(struct parse *ps, const char *k, const char *v)
 			    quote(v, q, sizeof(q)));
 			return;
 		}
-		eg_free(st->phase);
-		if ((st->phase = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &st->phase, v);
 		st->phase_line = ps->ini.line;
 		break;
 	case PK_STEP_RUN:
-		eg_free(st->run);
-		if ((st->run = eg_strdup(v)) == NULL)
-			ps->oom = 1;
+		set_str(ps, &st->run, v);
 		st->run_line = ps->ini.line;
 		break;
 	case PK_STEP_TIMEOUT:
@@ -889,12 +852,12 @@ rp_plan_free(struct rp_plan *p)
 		eg_free(s->name);
 		eg_free(s->phase);
 		eg_free(s->run);
-		rp_strv_free(&s->argv);
-		rp_strv_free(&s->rw);
-		rp_strv_free(&s->ro);
-		rp_strv_free(&s->env);
-		rp_strv_free(&s->secrets);
-		rp_strv_free(&s->capture);
+		mc_strv_free(&s->argv);
+		mc_strv_free(&s->rw);
+		mc_strv_free(&s->ro);
+		mc_strv_free(&s->env);
+		mc_strv_free(&s->secrets);
+		mc_strv_free(&s->capture);
 	}
 	eg_free(p->steps);
 	eg_free(p->file);
@@ -904,16 +867,16 @@ rp_plan_free(struct rp_plan *p)
 	eg_free(p->config);
 	eg_free(p->workdir);
 	eg_free(p->record);
-	rp_strv_free(&p->env);
-	rp_strv_free(&p->secrets);
+	mc_strv_free(&p->env);
+	mc_strv_free(&p->secrets);
 	eg_free(p);
 }
 
 /* Merge [replay] env under the step's own (the step's win). */
 static int
-merge_env(const struct rp_strv *base, struct rp_strv *step)
+merge_env(const struct mc_strv *base, struct mc_strv *step)
 {
-	struct rp_strv out = { 0 };
+	struct mc_strv out = { 0 };
 	size_t i, j, klen;
 	int found;
 
@@ -923,17 +886,17 @@ merge_env(const struct rp_strv *base, struct rp_strv *step)
 		for (j = 0; j < step->n; j++)
 			if (strncmp(step->v[j], base->v[i], klen + 1) == 0)
 				found = 1;
-		if (!found && rp_strv_add(&out, base->v[i]) == -1)
+		if (!found && mc_strv_add(&out, base->v[i]) == -1)
 			goto oom;
 	}
 	for (j = 0; j < step->n; j++)
-		if (rp_strv_add(&out, step->v[j]) == -1)
+		if (mc_strv_add(&out, step->v[j]) == -1)
 			goto oom;
-	rp_strv_free(step);
+	mc_strv_free(step);
 	*step = out;
 	return 0;
 oom:
-	rp_strv_free(&out);
+	mc_strv_free(&out);
 	return -1;
 }
 
@@ -1015,9 +978,9 @@ rp_plan_parse(const char *text, size_t len, const char *file,
 			rp_errs_add(errs, file, st->line, "[step:%s]: run = "
 			    "is required", st->name);
 		else if (st->shell) {
-			if (rp_strv_add(&st->argv, "/bin/sh") == -1 ||
-			    rp_strv_add(&st->argv, "-c") == -1 ||
-			    rp_strv_add(&st->argv, st->run) == -1)
+			if (mc_strv_add(&st->argv, "/bin/sh") == -1 ||
+			    mc_strv_add(&st->argv, "-c") == -1 ||
+			    mc_strv_add(&st->argv, st->run) == -1)
 				ps.oom = 1;
 		} else if (rp_split_argv(st->run, &st->argv, &why) == -1)
 			rp_errs_add(errs, file, st->run_line, "run: %s", why);

@@ -12,17 +12,13 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "../common/strv.h"
 
 #define RP_NAME_MAX	64
 #define RP_MAX_STEPS	99	/* NN in steps/NN-NAME */
 #define RP_PLAN_MAX	(1024 * 1024)	/* bytes of plan text */
 
 enum rp_sandbox { RP_SB_DEFAULT = -1, RP_SB_BWRAP = 0, RP_SB_NONE = 1 };
-
-struct rp_strv {
-	char	**v;
-	size_t	  n;
-};
 
 struct rp_step {
 	char		*name;
@@ -32,13 +28,13 @@ struct rp_step {
 	char		*run;
 	int		 run_line;
 	int		 shell;
-	struct rp_strv	 argv;		/* split run, or /bin/sh -c RUN */
+	struct mc_strv	 argv;		/* split run, or /bin/sh -c RUN */
 	unsigned	 timeout;	/* seconds; 0 none */
 	int		 sandbox;	/* enum rp_sandbox, resolved */
-	struct rp_strv	 rw, ro;	/* absolute */
-	struct rp_strv	 env;		/* NAME=VALUE, resolved, merged */
-	struct rp_strv	 secrets;	/* names */
-	struct rp_strv	 capture;	/* relative paths, "patch" */
+	struct mc_strv	 rw, ro;	/* absolute */
+	struct mc_strv	 env;		/* NAME=VALUE, resolved, merged */
+	struct mc_strv	 secrets;	/* names */
+	struct mc_strv	 capture;	/* relative paths, "patch" */
 	int		 on_failure_continue;
 };
 
@@ -53,8 +49,8 @@ struct rp_plan {
 	unsigned	 deadline;
 	int		 sandbox;
 	int		 public;
-	struct rp_strv	 env;		/* [replay] env, resolved */
-	struct rp_strv	 secrets;	/* declared names */
+	struct mc_strv	 env;		/* [replay] env, resolved */
+	struct mc_strv	 secrets;	/* declared names */
 	struct rp_step	*steps;
 	size_t		 nsteps;
 };
@@ -88,10 +84,8 @@ void		 rp_errs_add(struct rp_errs *e, const char *file, int line,
 void		 rp_errs_free(struct rp_errs *e);
 
 /* Split a run = value into argv; -1 with a reason in why. */
-int		 rp_split_argv(const char *s, struct rp_strv *out,
+int		 rp_split_argv(const char *s, struct mc_strv *out,
 		    const char **why);
-int		 rp_strv_add(struct rp_strv *v, const char *s);
-void		 rp_strv_free(struct rp_strv *v);
 /* 1 if s is 1..64 of A-Z a-z 0-9 . _ -, not starting with . or - */
 int		 rp_valid_name(const char *s, size_t n);
 

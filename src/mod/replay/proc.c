@@ -28,29 +28,13 @@
 #endif
 
 static int
-read_small(const char *path, char *buf, size_t cap)
-{
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-static int
 boot_id(char out[40])
 {
 	static char cached[40];
 	size_t n;
 
 	if (cached[0] == '\0') {
-		if (read_small("/proc/sys/kernel/random/boot_id", cached,
+		if (mc_proc_read_file("/proc/sys/kernel/random/boot_id", cached,
 		    sizeof(cached)) <= 0)
 			return -1;
 		n = strcspn(cached, "\n");
@@ -68,7 +52,7 @@ proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 	int i;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0) {
+	if (mc_proc_read_file(path, buf, sizeof(buf)) <= 0) {
 		errno = ESRCH;
 		return -1;
 	}

@@ -61,7 +61,7 @@ rp_ts_parse(const char *ts)
 }
 
 void
-rp_command_sha256(const struct rp_strv *argv, char out[65])
+rp_command_sha256(const struct mc_strv *argv, char out[65])
 {
 	json_t *a;
 	char *s;
@@ -87,6 +87,27 @@ static json_t *
 int_or_null(int has, long long v)
 {
 	return has ? json_integer(v) : json_null();
+}
+
+/* exit_code and signal: integers, or null when there is none */
+static void
+set_exit(json_t *o, int has_exit, int code, int has_signal, int sig)
+{
+	json_object_set_new(o, "exit_code", int_or_null(has_exit, code));
+	json_object_set_new(o, "signal", int_or_null(has_signal, sig));
+}
+
+/* Write o as NAME in fd (atomically) and drop it; errno is kept. */
+static int
+write_put(int fd, const char *name, json_t *o)
+{
+	int rc, e;
+
+	rc = mc_write_json(fd, name, o);
+	e = errno;
+	json_decref(o);
+	errno = e;
+	return rc;
 }
 
 static const char *const step_state_names[] = {
@@ -128,7 +149,6 @@ rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	char hex[65];
 	const char *eq;
 	size_t i;
-	int rc, e;
 
 	o = json_object();
 	d = json_object();
@@ -153,10 +173,7 @@ rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	json_object_set_new(o, "pid_start", str_or_null(r->pid_start));
 	json_object_set_new(o, "started", str_or_null(r->started));
 	json_object_set_new(o, "ended", str_or_null(r->ended));
-	json_object_set_new(o, "exit_code", int_or_null(r->has_exit,
-	    r->exit_code));
-	json_object_set_new(o, "signal", int_or_null(r->has_signal,
-	    r->signal));
+	set_exit(o, r->has_exit, r->exit_code, r->has_signal, r->signal);
 	json_object_set_new(o, "termination", str_or_null(r->termination));
 	json_object_set_new(d, "allowed", json_integer((json_int_t)r->allowed));
 	json_object_set_new(d, "blocked", json_integer((json_int_t)r->blocked));
@@ -203,11 +220,7 @@ rp_receipt_write(int stepfd, const struct rp_receipt *r,
 		json_object_set_new(o, "command", cmd);
 		json_object_set_new(o, "env", env);
 	}
-	rc = mc_write_json(stepfd, "receipt.json", o);
-	e = errno;
-	json_decref(o);
-	errno = e;
-	return rc;
+	return write_put(stepfd, "receipt.json", o);
 }
 
 static json_t *
@@ -253,6 +266,26 @@ get_int(json_t *o, const char *k, long long *out)
 	return 1;
 }
 
+static void
+get_u64(json_t *o, const char *k, uint64_t *out)
+{
+	long long v;
+
+	if (get_int(o, k, &v))
+		*out = (uint64_t)v;
+}
+
+static void
+get_exit(json_t *o, int *has_exit, int *code, int *has_signal, int *sig)
+{
+	long long v;
+
+	if ((*has_exit = get_int(o, "exit_code", &v)))
+		*code = (int)v;
+	if ((*has_signal = get_int(o, "signal", &v)))
+		*sig = (int)v;
+}
+
 json_t *
 rp_receipt_json_read(int stepfd)
 {
@@ -282,20 +315,14 @@ rp_receipt_read(int stepfd, struct rp_receipt *r)
 	get_str(o, "pid_start", r->pid_start, sizeof(r->pid_start));
 	get_str(o, "started", r->started, sizeof(r->started));
 	get_str(o, "ended", r->ended, sizeof(r->ended));
-	if ((r->has_exit = get_int(o, "exit_code", &v)))
-		r->exit_code = (int)v;
-	if ((r->has_signal = get_int(o, "signal", &v)))
-		r->signal = (int)v;
+	get_exit(o, &r->has_exit, &r->exit_code, &r->has_signal, &r->signal);
 	get_str(o, "termination", r->termination, sizeof(r->termination));
 	get_str(o, "note", r->note, sizeof(r->note));
 	d = json_object_get(o, "decisions");
 	if (json_is_object(d)) {
-		if (get_int(d, "allowed", &v))
-			r->allowed = (uint64_t)v;
-		if (get_int(d, "blocked", &v))
-			r->blocked = (uint64_t)v;
-		if (get_int(d, "failed", &v))
-			r->failed = (uint64_t)v;
+		get_u64(d, "allowed", &r->allowed);
+		get_u64(d, "blocked", &r->blocked);
+		get_u64(d, "failed", &r->failed);
 	}
 	d = json_object_get(o, "usage");
 	if (json_is_object(d)) {
@@ -309,12 +336,9 @@ rp_receipt_read(int stepfd, struct rp_receipt *r)
 				break;
 			u = &r->usage[r->nusage++];
 			snprintf(u->route, sizeof(u->route), "%s", rk);
-			if (get_int(rv, "requests", &v))
-				u->requests = (uint64_t)v;
-			if (get_int(rv, "tokens_in", &v))
-				u->tokens_in = (uint64_t)v;
-			if (get_int(rv, "tokens_out", &v))
-				u->tokens_out = (uint64_t)v;
+			get_u64(rv, "requests", &u->requests);
+			get_u64(rv, "tokens_in", &u->tokens_in);
+			get_u64(rv, "tokens_out", &u->tokens_out);
 		}
 	}
 	json_decref(o);
@@ -325,7 +349,6 @@ int
 rp_run_write(int dirfd, const struct rp_run *r)
 {
 	json_t *o, *s;
-	int rc, e;
 
 	if ((o = json_object()) == NULL || (s = json_object()) == NULL) {
 		json_decref(o);
@@ -356,11 +379,7 @@ rp_run_write(int dirfd, const struct rp_run *r)
 	json_object_set_new(s, "pid_start", json_string(r->sup_start));
 	json_object_set_new(o, "supervisor", s);
 	json_object_set_new(o, "steps", json_integer(r->steps));
-	rc = mc_write_json(dirfd, "run.json", o);
-	e = errno;
-	json_decref(o);
-	errno = e;
-	return rc;
+	return write_put(dirfd, "run.json", o);
 }
 
 int
@@ -412,25 +431,17 @@ int
 rp_exit_write(int stepfd, const struct rp_exit *x)
 {
 	json_t *o;
-	int rc, e;
 
 	if ((o = json_object()) == NULL) {
 		errno = ENOMEM;
 		return -1;
 	}
-	json_object_set_new(o, "exit_code", int_or_null(x->has_exit,
-	    x->exit_code));
-	json_object_set_new(o, "signal", int_or_null(x->has_signal,
-	    x->signal));
+	set_exit(o, x->has_exit, x->exit_code, x->has_signal, x->signal);
 	json_object_set_new(o, "termination", json_string(x->termination));
 	json_object_set_new(o, "started", str_or_null(x->started));
 	json_object_set_new(o, "ended", str_or_null(x->ended));
 	json_object_set_new(o, "pid", int_or_null(x->pid != 0, x->pid));
-	rc = mc_write_json(stepfd, "exit.json", o);
-	e = errno;
-	json_decref(o);
-	errno = e;
-	return rc;
+	return write_put(stepfd, "exit.json", o);
 }
 
 int
@@ -442,10 +453,7 @@ rp_exit_read(int stepfd, struct rp_exit *x)
 	memset(x, 0, sizeof(*x));
 	if ((o = load_at(stepfd, "exit.json")) == NULL)
 		return -1;
-	if ((x->has_exit = get_int(o, "exit_code", &v)))
-		x->exit_code = (int)v;
-	if ((x->has_signal = get_int(o, "signal", &v)))
-		x->signal = (int)v;
+	get_exit(o, &x->has_exit, &x->exit_code, &x->has_signal, &x->signal);
 	get_str(o, "termination", x->termination, sizeof(x->termination));
 	get_str(o, "started", x->started, sizeof(x->started));
 	get_str(o, "ended", x->ended, sizeof(x->ended));
@@ -460,7 +468,6 @@ rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
     const char *cstart)
 {
 	json_t *o;
-	int rc, e;
 
 	if ((o = json_object()) == NULL) {
 		errno = ENOMEM;
@@ -470,11 +477,7 @@ rp_keeper_write(int stepfd, pid_t pid, const char *start, pid_t cpid,
 	json_object_set_new(o, "pid_start", json_string(start));
 	json_object_set_new(o, "command_pid", int_or_null(cpid != 0, cpid));
 	json_object_set_new(o, "command_pid_start", str_or_null(cstart));
-	rc = mc_write_json(stepfd, "keeper.json", o);
-	e = errno;
-	json_decref(o);
-	errno = e;
-	return rc;
+	return write_put(stepfd, "keeper.json", o);
 }
 
 int

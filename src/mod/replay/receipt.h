@@ -96,7 +96,7 @@ const char	*rp_step_state_name(enum rp_step_state s);
 enum rp_step_state rp_step_state_of(const char *name);
 
 /* sha256 of the canonical JSON array of argv. */
-void	rp_command_sha256(const struct rp_strv *argv, char out[65]);
+void	rp_command_sha256(const struct mc_strv *argv, char out[65]);
 
 int	rp_receipt_write(int stepfd, const struct rp_receipt *r,
 	    const struct rp_step *st, const char *const *envp, int public);

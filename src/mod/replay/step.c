@@ -44,6 +44,7 @@
 #include "egress.h"
 #include "module.h"
 #include "../common/fsutil.h"
+#include "../common/procwalk.h"
 #include "alloc.h"
 #include "capture.h"
 #include "plan.h"
@@ -51,13 +52,6 @@
 #include "receipt.h"
 #include "replay.h"
 #include "job.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC	(1U << 2)
-#endif
-#ifndef SYS_close_range
-#define SYS_close_range		436
-#endif
 
 /* --- the test hook ------------------------------------------------------------ */
 
@@ -98,7 +92,7 @@ pause_point(struct job *j, const char *step, const char *point)
  * for env_sha256.
  */
 struct step_rv {
-	struct rp_strv	*envp;
+	struct mc_strv	*envp;
 	const char	*tcp;
 	int		 oom;
 	int		 opt;		/* as "--env" "NAME=VALUE" pairs */
@@ -113,21 +107,21 @@ step_route_env(void *arg, const char *name, const char *env,
 
 	if (env != NULL) {
 		snprintf(kv, sizeof(kv), "%s=http://%s/%s", env, rv->tcp, name);
-		if ((rv->opt && rp_strv_add(rv->envp, "--env") == -1) ||
-		    rp_strv_add(rv->envp, kv) == -1)
+		if ((rv->opt && mc_strv_add(rv->envp, "--env") == -1) ||
+		    mc_strv_add(rv->envp, kv) == -1)
 			rv->oom = 1;
 	}
 	if (placeholder != NULL) {
 		snprintf(kv, sizeof(kv), "%s=egressd-route", placeholder);
-		if ((rv->opt && rp_strv_add(rv->envp, "--env") == -1) ||
-		    rp_strv_add(rv->envp, kv) == -1)
+		if ((rv->opt && mc_strv_add(rv->envp, "--env") == -1) ||
+		    mc_strv_add(rv->envp, kv) == -1)
 			rv->oom = 1;
 	}
 }
 
 static int
 step_env(const struct job *j, const struct rp_step *st,
-    struct rp_strv *envp, struct rp_strv *pub)
+    struct mc_strv *envp, struct mc_strv *pub)
 {
 	struct step_rv rv;
 	static const char *const pv[] = { "HTTPS_PROXY", "HTTP_PROXY",
@@ -148,15 +142,15 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "PATH=%s", path);
-		if (rp_strv_add(envp, kv) == -1 || rp_strv_add(pub, kv) == -1) {
+		if (mc_strv_add(envp, kv) == -1 || mc_strv_add(pub, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
 		eg_free(kv);
 	}
 	for (i = 0; i < st->env.n; i++)
-		if (rp_strv_add(envp, st->env.v[i]) == -1 ||
-		    rp_strv_add(pub, st->env.v[i]) == -1)
+		if (mc_strv_add(envp, st->env.v[i]) == -1 ||
+		    mc_strv_add(pub, st->env.v[i]) == -1)
 			return -1;
 	for (i = 0; i < st->secrets.n; i++) {
 		if ((v = getenv(st->secrets.v[i])) == NULL)
@@ -165,7 +159,7 @@ step_env(const struct job *j, const struct rp_step *st,
 		if ((kv = eg_malloc(n)) == NULL)
 			return -1;
 		snprintf(kv, n, "%s=%s", st->secrets.v[i], v);
-		if (rp_strv_add(envp, kv) == -1) {
+		if (mc_strv_add(envp, kv) == -1) {
 			eg_free(kv);
 			return -1;
 		}
@@ -175,11 +169,11 @@ step_env(const struct job *j, const struct rp_step *st,
 		for (i = 0; i < sizeof(pv) / sizeof(pv[0]); i++) {
 			snprintf(url, sizeof(url), "%s=http://%s", pv[i],
 			    j->tcp);
-			if (rp_strv_add(envp, url) == -1)
+			if (mc_strv_add(envp, url) == -1)
 				return -1;
 		}
-		if (rp_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
-		    -1 || rp_strv_add(envp, "no_proxy="
+		if (mc_strv_add(envp, "NO_PROXY=" EG_SANDBOX_NO_PROXY) ==
+		    -1 || mc_strv_add(envp, "no_proxy="
 		    EG_SANDBOX_NO_PROXY) == -1)
 			return -1;
 		/* the routes' variables (SPEC "Routes"), at the proxy */
@@ -208,7 +202,7 @@ step_env(const struct job *j, const struct rp_step *st,
  * one of its ancestors or "/".
  */
 static int
-step_hides(const struct job *j, struct rp_strv *av)
+step_hides(const struct job *j, struct mc_strv *av)
 {
 	const char *wd = j->plan->workdir, *home = getenv("HOME");
 	char parent[PATH_MAX], *slash, hr[PATH_MAX];
@@ -218,8 +212,8 @@ step_hides(const struct job *j, struct rp_strv *av)
 	/* as egressd run treats its own $HOME: "/" is no home to hide */
 	if (home != NULL && home[0] == '/' && realpath(home, hr) != NULL &&
 	    strcmp(hr, "/") != 0 && strcmp(hr, wd) != 0) {
-		ok |= rp_strv_add(av, "--hide");
-		ok |= rp_strv_add(av, hr);
+		ok |= mc_strv_add(av, "--hide");
+		ok |= mc_strv_add(av, hr);
 	}
 	snprintf(parent, sizeof(parent), "%s", j->dir);
 	slash = strrchr(parent, '/');
@@ -228,11 +222,11 @@ step_hides(const struct job *j, struct rp_strv *av)
 	n = strlen(parent);
 	if (slash == NULL || n == 0 || (strncmp(wd, parent, n) == 0 &&
 	    (wd[n] == '\0' || wd[n] == '/'))) {
-		ok |= rp_strv_add(av, "--hide");
-		ok |= rp_strv_add(av, j->dir);
+		ok |= mc_strv_add(av, "--hide");
+		ok |= mc_strv_add(av, j->dir);
 	} else {
-		ok |= rp_strv_add(av, "--hide");
-		ok |= rp_strv_add(av, parent);
+		ok |= mc_strv_add(av, "--hide");
+		ok |= mc_strv_add(av, parent);
 	}
 	return ok;
 }
@@ -241,43 +235,43 @@ step_hides(const struct job *j, struct rp_strv *av)
 static int
 step_cmd(const struct job *j, const struct rp_step *st,
     const char *stepdir, const char *rawdir, uint64_t cap, int64_t deadline,
-    struct rp_strv *av)
+    struct mc_strv *av)
 {
 	char num[32], *eq, name[160];
 	size_t i;
 	int ok = 0;
 
-	ok |= rp_strv_add(av, "egressd");
-	ok |= rp_strv_add(av, "replay");
-	ok |= rp_strv_add(av, "--keeper");
-	ok |= rp_strv_add(av, stepdir);
-	ok |= rp_strv_add(av, rawdir);
-	ok |= rp_strv_add(av, j->plan->workdir);
+	ok |= mc_strv_add(av, "egressd");
+	ok |= mc_strv_add(av, "replay");
+	ok |= mc_strv_add(av, "--keeper");
+	ok |= mc_strv_add(av, stepdir);
+	ok |= mc_strv_add(av, rawdir);
+	ok |= mc_strv_add(av, j->plan->workdir);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)cap);
-	ok |= rp_strv_add(av, num);
+	ok |= mc_strv_add(av, num);
 	snprintf(num, sizeof(num), "%lld", (long long)deadline);
-	ok |= rp_strv_add(av, num);
+	ok |= mc_strv_add(av, num);
 	if (st->sandbox == RP_SB_BWRAP)
-		ok |= rp_strv_add(av, "--launch-fd");
-	ok |= rp_strv_add(av, "--");
+		ok |= mc_strv_add(av, "--launch-fd");
+	ok |= mc_strv_add(av, "--");
 	if (st->sandbox == RP_SB_BWRAP) {
-		ok |= rp_strv_add(av, rp_exe);
-		ok |= rp_strv_add(av, "run");
+		ok |= mc_strv_add(av, rp_exe);
+		ok |= mc_strv_add(av, "run");
 		/* a socket of our proxy: its relay hands clients over */
-		ok |= rp_strv_add(av, "--proxy-handoff");
-		ok |= rp_strv_add(av, j->sock);
-		ok |= rp_strv_add(av, "--sandbox");
-		ok |= rp_strv_add(av, "bwrap");
+		ok |= mc_strv_add(av, "--proxy-handoff");
+		ok |= mc_strv_add(av, j->sock);
+		ok |= mc_strv_add(av, "--sandbox");
+		ok |= mc_strv_add(av, "bwrap");
 		/* the keeper's launch-status pipe (keeper.c) */
-		ok |= rp_strv_add(av, "--launch-fd");
-		ok |= rp_strv_add(av, "3");
+		ok |= mc_strv_add(av, "--launch-fd");
+		ok |= mc_strv_add(av, "3");
 		for (i = 0; i < st->rw.n; i++) {
-			ok |= rp_strv_add(av, "--rw");
-			ok |= rp_strv_add(av, st->rw.v[i]);
+			ok |= mc_strv_add(av, "--rw");
+			ok |= mc_strv_add(av, st->rw.v[i]);
 		}
 		for (i = 0; i < st->ro.n; i++) {
-			ok |= rp_strv_add(av, "--ro");
-			ok |= rp_strv_add(av, st->ro.v[i]);
+			ok |= mc_strv_add(av, "--ro");
+			ok |= mc_strv_add(av, st->ro.v[i]);
 		}
 		ok |= step_hides(j, av);
 		/* what we set is passed even if it looks secret */
@@ -285,14 +279,14 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			eq = strchr(st->env.v[i], '=');
 			snprintf(name, sizeof(name), "%.*s", (int)(eq -
 			    st->env.v[i]), st->env.v[i]);
-			ok |= rp_strv_add(av, "--env");
-			ok |= rp_strv_add(av, name);
+			ok |= mc_strv_add(av, "--env");
+			ok |= mc_strv_add(av, name);
 		}
 		for (i = 0; i < st->secrets.n; i++) {
 			if (getenv(st->secrets.v[i]) == NULL)
 				continue;
-			ok |= rp_strv_add(av, "--env");
-			ok |= rp_strv_add(av, st->secrets.v[i]);
+			ok |= mc_strv_add(av, "--env");
+			ok |= mc_strv_add(av, st->secrets.v[i]);
 		}
 		/* the routes' variables, at the relay inside (--proxy:
 		 * egressd run does not read this configuration) */
@@ -304,10 +298,10 @@ step_cmd(const struct job *j, const struct rp_step *st,
 			eg_module_routes(j->px->ex, step_route_env, &rv);
 			ok |= rv.oom ? -1 : 0;
 		}
-		ok |= rp_strv_add(av, "--");
+		ok |= mc_strv_add(av, "--");
 	}
 	for (i = 0; i < st->argv.n; i++)
-		ok |= rp_strv_add(av, st->argv.v[i]);
+		ok |= mc_strv_add(av, st->argv.v[i]);
 	return ok == 0 ? 0 : -1;
 }
 
@@ -337,19 +331,19 @@ int
 rp_receipt_put(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	const struct rp_step *st = &j->plan->steps[i];
-	struct rp_strv envp = { 0 }, pub = { 0 };
+	struct mc_strv envp = { 0 }, pub = { 0 };
 	int rc;
 
 	if (step_env(j, st, &envp, &pub) == -1) {
-		rp_strv_free(&envp);
-		rp_strv_free(&pub);
+		mc_strv_free(&envp);
+		mc_strv_free(&pub);
 		errno = ENOMEM;
 		return -1;
 	}
 	rc = rp_receipt_write(stepfd, r, st, (const char *const *)pub.v,
 	    j->plan->public);
-	rp_strv_free(&envp);
-	rp_strv_free(&pub);
+	mc_strv_free(&envp);
+	mc_strv_free(&pub);
 	if (rc == -1)
 		rp_warn("%s/steps/%02zu-%s/receipt.json: %s", j->dir, i + 1,
 		    st->name, strerror(errno));
@@ -662,7 +656,7 @@ static int
 launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 {
 	const struct rp_step *st = &j->plan->steps[i];
-	struct rp_strv envp = { 0 }, pub = { 0 }, av = { 0 };
+	struct mc_strv envp = { 0 }, pub = { 0 }, av = { 0 };
 	char name[RP_NAME_MAX + 8], stepdir[PATH_MAX], rawdir[PATH_MAX];
 	char ident[RP_IDENT_MAX], line[128];
 	int64_t now, deadline = 0, t;
@@ -744,7 +738,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 			(void)dup2(nul, 1);
 			(void)dup2(nul, 2);
 		}
-		(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		mc_proc_cloexec_fds();
 		execve(rp_exe, av.v, envp.v);
 		_exit(127);
 	}
@@ -766,9 +760,9 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	wait_keeper(j, pid, r->pid_start, 1);
 	collect_exit(j, i, stepfd, r);
 out:
-	rp_strv_free(&envp);
-	rp_strv_free(&pub);
-	rp_strv_free(&av);
+	mc_strv_free(&envp);
+	mc_strv_free(&pub);
+	mc_strv_free(&av);
 	return rc;
 }
 

@@ -33,6 +33,7 @@
 #include "egress.h"
 #include "module.h"
 #include "../common/fsutil.h"
+#include "../common/proxylog.h"
 #include "alloc.h"
 #include "capture.h"
 #include "plan.h"
@@ -309,7 +310,7 @@ record_create(struct job *j, const char *config_text, size_t config_len,
 static int
 secrets_load(struct job *j)
 {
-	const struct rp_strv *s = &j->plan->secrets;
+	const struct mc_strv *s = &j->plan->secrets;
 	const char *v;
 	size_t i;
 
@@ -393,14 +394,6 @@ secrets_redact(struct proxy *px, struct job *j)
 	return rc;
 }
 
-static void
-on_log(int level, const char *msg, void *arg)
-{
-	(void)arg;
-	if (level <= EGRESS_LOG_WARN)
-		fprintf(stderr, "egressd replay: proxy: %s\n", msg);
-}
-
 static int
 need_tcp(const struct rp_plan *p)
 {
@@ -430,7 +423,8 @@ proxy_start(struct proxy *px, const char *config, const char *first_phase,
 		fprintf(stderr, "%s", err);
 		return RP_EX_USAGE;
 	}
-	egress_set_log_cb(px->ex, on_log, NULL);
+	egress_set_log_cb(px->ex, mc_proxy_log,
+	    (void *)"egressd replay: proxy: ");
 	snprintf(path, sizeof(path), "%s/proxy.sock", px->dir);
 	if (egress_set_option(px->ex, "session_dir", px->dir) == -1 ||
 	    egress_set_option(px->ex, "unix", path) == -1 ||

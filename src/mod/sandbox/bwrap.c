@@ -122,7 +122,7 @@ bwrap_probe(const char *bwrap, char *line, size_t len)
 
 /* Add the resolved directory p to out unless absent, "/" or covered. */
 static void
-homes_add(struct sb_strv *out, const char *p)
+homes_add(struct mc_strv *out, const char *p)
 {
 	char rp[PATH_MAX];
 	struct stat st;
@@ -136,11 +136,11 @@ homes_add(struct sb_strv *out, const char *p)
 	for (i = 0; i < out->n; i++)
 		if (sb_path_under(rp, out->v[i]))
 			return;
-	sb_strv_add(out, rp);
+	mc_strv_add(out, rp);
 }
 
 void
-sb_homes(struct sb_strv *out, const char *home)
+sb_homes(struct mc_strv *out, const char *home)
 {
 	struct passwd *pw;
 	static const char *const sys[] = {
@@ -171,7 +171,7 @@ sb_homes(struct sb_strv *out, const char *home)
 }
 
 void
-sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
+sb_maplibs(struct mc_strv *out, const struct mc_strv *hidden)
 {
 	char line[PATH_MAX + 256], *p, *nl;
 	FILE *fp;
@@ -188,11 +188,11 @@ sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
 		p = strchr(line, '/');
 		if (p == NULL || strstr(p, " (deleted)") != NULL)
 			continue;
-		if (sb_strv_has(out, p))
+		if (mc_strv_has(out, p))
 			continue;
 		for (i = 0; i < hidden->n; i++) {
 			if (sb_path_under(p, hidden->v[i])) {
-				sb_strv_add(out, p);
+				mc_strv_add(out, p);
 				break;
 			}
 		}
@@ -206,7 +206,7 @@ sb_maplibs(struct sb_strv *out, const struct sb_strv *hidden)
  * below it.
  */
 static void
-add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
+add_binds(const struct sb_bwrap_spec *s, struct mc_strv *a,
     const char *under)
 {
 	size_t i;
@@ -214,9 +214,9 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
 #define BIND(opt, p) do {						\
 	if (under == NULL || (sb_path_under((p), under) &&		\
 	    strcmp((p), under) != 0)) {					\
-		sb_strv_add(a, (opt));				\
-		sb_strv_add(a, (p));					\
-		sb_strv_add(a, (p));					\
+		mc_strv_add(a, (opt));				\
+		mc_strv_add(a, (p));					\
+		mc_strv_add(a, (p));					\
 	}								\
 } while (0)
 	for (i = 0; s->libs != NULL && i < s->libs->n; i++)
@@ -238,7 +238,7 @@ add_binds(const struct sb_bwrap_spec *s, struct sb_strv *a,
  * binds below it go on top again.
  */
 static void
-pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
+pin_parents(const struct sb_bwrap_spec *s, struct mc_strv *a,
     const char *path)
 {
 	const char *root = NULL;
@@ -259,47 +259,47 @@ pin_parents(const struct sb_bwrap_spec *s, struct sb_strv *a,
 	/* each ancestor strictly between root and path, outermost first */
 	for (p = anc + n + 1; (p = strchr(p, '/')) != NULL; p++) {
 		*p = '\0';
-		sb_strv_add(a, "--bind");
-		sb_strv_add(a, anc);
-		sb_strv_add(a, anc);
+		mc_strv_add(a, "--bind");
+		mc_strv_add(a, anc);
+		mc_strv_add(a, anc);
 		add_binds(s, a, anc);
 		*p = '/';
 	}
 }
 
 int
-sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
+sb_bwrap_argv(const struct sb_bwrap_spec *s, struct mc_strv *a)
 {
 	static const char *const tmpfs[] = { "/tmp", "/var/tmp", "/run" };
 	char num[16];
 	size_t i;
 
-	sb_strv_add(a, s->bwrap);
-	sb_strv_add(a, "--unshare-all");	/* network included */
-	sb_strv_add(a, "--die-with-parent");
-	sb_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
+	mc_strv_add(a, s->bwrap);
+	mc_strv_add(a, "--unshare-all");	/* network included */
+	mc_strv_add(a, "--die-with-parent");
+	mc_strv_add(a, "--new-session");	/* no TIOCSTI on our tty */
 	/*
 	 * No capability at all, even as root: with them, root inside could
 	 * remount / read-write or unmount the tmpfs that hide /run and the
 	 * homes.  (The relay sets no_new_privs before it runs the command.)
 	 */
-	sb_strv_add(a, "--cap-drop");
-	sb_strv_add(a, "ALL");
-	sb_strv_add(a, "--ro-bind");
-	sb_strv_add(a, "/");
-	sb_strv_add(a, "/");
-	sb_strv_add(a, "--dev");
-	sb_strv_add(a, "/dev");
-	sb_strv_add(a, "--proc");
-	sb_strv_add(a, "/proc");
+	mc_strv_add(a, "--cap-drop");
+	mc_strv_add(a, "ALL");
+	mc_strv_add(a, "--ro-bind");
+	mc_strv_add(a, "/");
+	mc_strv_add(a, "/");
+	mc_strv_add(a, "--dev");
+	mc_strv_add(a, "/dev");
+	mc_strv_add(a, "--proc");
+	mc_strv_add(a, "/proc");
 	for (i = 0; i < nitems(tmpfs); i++) {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, tmpfs[i]);
+		mc_strv_add(a, "--tmpfs");
+		mc_strv_add(a, tmpfs[i]);
 	}
 	/* later mounts go on top, so hide first, then bind */
 	for (i = 0; s->homes != NULL && i < s->homes->n; i++) {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, s->homes->v[i]);
+		mc_strv_add(a, "--tmpfs");
+		mc_strv_add(a, s->homes->v[i]);
 	}
 	add_binds(s, a, NULL);
 	/*
@@ -310,11 +310,11 @@ sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * the working directory or a --rw/--ro path.
 	 */
 	if (s->hostdir != NULL) {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, s->hostdir);
+		mc_strv_add(a, "--tmpfs");
+		mc_strv_add(a, s->hostdir);
 		add_binds(s, a, s->hostdir);
-		sb_strv_add(a, "--remount-ro");
-		sb_strv_add(a, s->hostdir);
+		mc_strv_add(a, "--remount-ro");
+		mc_strv_add(a, s->hostdir);
 	}
 	/*
 	 * --hide paths (egressd replay: the caller's home, the record
@@ -324,17 +324,17 @@ sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 */
 	for (i = 0; s->hide != NULL && i < s->hide->n; i++) {
 		pin_parents(s, a, s->hide->v[i]);
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, s->hide->v[i]);
+		mc_strv_add(a, "--tmpfs");
+		mc_strv_add(a, s->hide->v[i]);
 		add_binds(s, a, s->hide->v[i]);
-		sb_strv_add(a, "--remount-ro");
-		sb_strv_add(a, s->hide->v[i]);
+		mc_strv_add(a, "--remount-ro");
+		mc_strv_add(a, s->hide->v[i]);
 	}
 	/* an audit log in a writable path: read-only, on top of them all */
 	if (s->audit != NULL) {
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->audit);
-		sb_strv_add(a, s->audit);
+		mc_strv_add(a, "--ro-bind");
+		mc_strv_add(a, s->audit);
+		mc_strv_add(a, s->audit);
 	}
 	/*
 	 * The socket's directory is read-only inside, so the command can
@@ -343,46 +343,46 @@ sb_bwrap_argv(const struct sb_bwrap_spec *s, struct sb_strv *a)
 	 * may hold the admin socket.
 	 */
 	if (s->sockdir != NULL) {
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->sockdir);
-		sb_strv_add(a, SB_IN_SOCKDIR);
+		mc_strv_add(a, "--ro-bind");
+		mc_strv_add(a, s->sockdir);
+		mc_strv_add(a, SB_IN_SOCKDIR);
 	} else {
-		sb_strv_add(a, "--tmpfs");
-		sb_strv_add(a, SB_IN_SOCKDIR);
-		sb_strv_add(a, "--ro-bind");
-		sb_strv_add(a, s->sockfile);
-		sb_strv_add(a, SB_IN_SOCK);
-		sb_strv_add(a, "--remount-ro");
-		sb_strv_add(a, SB_IN_SOCKDIR);
+		mc_strv_add(a, "--tmpfs");
+		mc_strv_add(a, SB_IN_SOCKDIR);
+		mc_strv_add(a, "--ro-bind");
+		mc_strv_add(a, s->sockfile);
+		mc_strv_add(a, SB_IN_SOCK);
+		mc_strv_add(a, "--remount-ro");
+		mc_strv_add(a, SB_IN_SOCKDIR);
 	}
-	sb_strv_add(a, "--ro-bind");
-	sb_strv_add(a, s->exe);
-	sb_strv_add(a, SB_IN_EXE);
-	sb_strv_add(a, "--chdir");
-	sb_strv_add(a, s->cwd);
-	sb_strv_add(a, "--");
-	sb_strv_add(a, SB_IN_EXE);
-	sb_strv_add(a, "relay");
-	sb_strv_add(a, "--socket");
-	sb_strv_add(a, SB_IN_SOCK);
+	mc_strv_add(a, "--ro-bind");
+	mc_strv_add(a, s->exe);
+	mc_strv_add(a, SB_IN_EXE);
+	mc_strv_add(a, "--chdir");
+	mc_strv_add(a, s->cwd);
+	mc_strv_add(a, "--");
+	mc_strv_add(a, SB_IN_EXE);
+	mc_strv_add(a, "relay");
+	mc_strv_add(a, "--socket");
+	mc_strv_add(a, SB_IN_SOCK);
 	snprintf(num, sizeof(num), "%u", SB_IN_PORT);
-	sb_strv_add(a, "--port");
-	sb_strv_add(a, num);
+	mc_strv_add(a, "--port");
+	mc_strv_add(a, num);
 	if (s->handoff)
-		sb_strv_add(a, "--handoff");
+		mc_strv_add(a, "--handoff");
 	if (s->ready_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->ready_fd);
-		sb_strv_add(a, "--ready-fd");
-		sb_strv_add(a, num);
+		mc_strv_add(a, "--ready-fd");
+		mc_strv_add(a, num);
 	}
 	if (s->exec_fd != -1) {
 		snprintf(num, sizeof(num), "%d", s->exec_fd);
-		sb_strv_add(a, "--exec-fd");
-		sb_strv_add(a, num);
+		mc_strv_add(a, "--exec-fd");
+		mc_strv_add(a, num);
 	}
-	sb_strv_add(a, "--");
+	mc_strv_add(a, "--");
 	for (i = 0; s->cmd[i] != NULL; i++)
-		sb_strv_add(a, s->cmd[i]);
+		mc_strv_add(a, s->cmd[i]);
 	return a->oom ? -1 : 0;
 }
 
@@ -489,13 +489,13 @@ sb_put_safe(const char *s)
 int
 sb_check_cwd(const struct run_opts *o, const char *cwd)
 {
-	struct sb_strv homes = { 0 };
+	struct mc_strv homes = { 0 };
 	int bad;
 
 	sb_homes(&homes, getenv("HOME"));
 	bad = strcmp(cwd, "/") == 0 ||
-	    (sb_strv_has(&homes, cwd) && !sb_strv_has(&o->rw, cwd));
-	sb_strv_free(&homes);
+	    (mc_strv_has(&homes, cwd) && !mc_strv_has(&o->rw, cwd));
+	mc_strv_free(&homes);
 	if (!bad)
 		return 0;
 	fprintf(stderr, "egressd: the working directory %s would be writable "
@@ -548,7 +548,7 @@ sb_check_proxydir(struct run_state *st, const char *cwd)
  * clears that) and fills out with "bwrap --args FD -- relay ...", or -1.
  */
 int
-sb_args_memfd(const struct sb_strv *in, struct sb_strv *out)
+sb_args_memfd(const struct mc_strv *in, struct mc_strv *out)
 {
 	char num[16];
 	size_t i, len, off;
@@ -578,11 +578,11 @@ sb_args_memfd(const struct sb_strv *in, struct sb_strv *out)
 		return -1;
 	}
 	snprintf(num, sizeof(num), "%d", fd);
-	sb_strv_add(out, in->v[0]);
-	sb_strv_add(out, "--args");
-	sb_strv_add(out, num);
+	mc_strv_add(out, in->v[0]);
+	mc_strv_add(out, "--args");
+	mc_strv_add(out, num);
 	for (; i < in->n; i++)
-		sb_strv_add(out, in->v[i]);
+		mc_strv_add(out, in->v[i]);
 	if (out->oom) {
 		close(fd);
 		return -1;
@@ -669,7 +669,7 @@ bound_inside(const struct run_state *st, const char *cwd, const char *p)
 /* 1 if the host path p (resolved) can be seen inside the sandbox. */
 static int
 seen_inside(const struct run_state *st, const char *cwd,
-    const struct sb_strv *hidden, const char *p)
+    const struct mc_strv *hidden, const char *p)
 {
 	size_t i;
 
@@ -692,7 +692,7 @@ void
 sb_cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
     const char *host, char *out, size_t len)
 {
-	struct sb_strv homes = { 0 };
+	struct mc_strv homes = { 0 };
 	char abs[PATH_MAX], dir[2][PATH_MAX], opts[2 * PATH_MAX + 16], *s;
 	size_t i, o = 0;
 	int n;
@@ -715,9 +715,9 @@ sb_cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
 	if ((s = strrchr(dir[1], '/')) != NULL)
 		s[s == dir[1] ? 1 : 0] = '\0';
 	sb_homes(&homes, getenv("HOME"));
-	sb_strv_add(&homes, "/tmp");
-	sb_strv_add(&homes, "/var/tmp");
-	sb_strv_add(&homes, "/run");
+	mc_strv_add(&homes, "/tmp");
+	mc_strv_add(&homes, "/var/tmp");
+	mc_strv_add(&homes, "/run");
 	for (i = 0; i < 2; i++) {
 		if (seen_inside(st, cwd, &homes, dir[i]) ||
 		    (i == 1 && strcmp(dir[0], dir[1]) == 0))
@@ -726,7 +726,7 @@ sb_cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
 		if (n > 0 && (size_t)n < sizeof(opts) - o)
 			o += (size_t)n;
 	}
-	sb_strv_free(&homes);
+	mc_strv_free(&homes);
 	if (o == 0)
 		return;
 	snprintf(out, len, "egressd: %s: not found inside the sandbox; on "
@@ -739,11 +739,11 @@ sb_cmd_hint(const struct run_state *st, const char *cwd, const char *cmd,
 /* bwrap mode: the launcher argv; 0, or an exit status. */
 int
 sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
-    struct sb_strv *argv)
+    struct mc_strv *argv)
 {
 	struct sb_bwrap_spec spec;
-	struct sb_strv homes = { 0 }, hidden = { 0 }, libs = { 0 };
-	struct sb_strv keep = { 0 };
+	struct mc_strv homes = { 0 }, hidden = { 0 }, libs = { 0 };
+	struct mc_strv keep = { 0 };
 	char bw[PATH_MAX], exe[PATH_MAX], audit[PATH_MAX];
 	ssize_t n;
 	size_t i, j;
@@ -789,18 +789,18 @@ sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
 	}
 	sb_homes(&homes, getenv("HOME"));
 	for (i = 0; i < homes.n; i++)
-		sb_strv_add(&hidden, homes.v[i]);
+		mc_strv_add(&hidden, homes.v[i]);
 	for (i = 0; i < st->o.hide.n; i++)
-		sb_strv_add(&hidden, st->o.hide.v[i]);
-	sb_strv_add(&hidden, "/tmp");
-	sb_strv_add(&hidden, "/var/tmp");
-	sb_strv_add(&hidden, "/run");
+		mc_strv_add(&hidden, st->o.hide.v[i]);
+	mc_strv_add(&hidden, "/tmp");
+	mc_strv_add(&hidden, "/var/tmp");
+	mc_strv_add(&hidden, "/run");
 	sb_maplibs(&libs, &hidden);
 	/* those already visible through a bind need nothing more */
 	for (i = 0; i < libs.n; i++)
 		if (!bound_inside(st, cwd, libs.v[i]) &&
 		    strcmp(libs.v[i], exe) != 0)
-			sb_strv_add(&keep, libs.v[i]);
+			mc_strv_add(&keep, libs.v[i]);
 	memset(&spec, 0, sizeof(spec));
 	spec.bwrap = bw;
 	spec.exe = exe;
@@ -837,9 +837,9 @@ sb_bwrap_prepare(const struct run_state *st, const char *cwd, int ready_fd,
 	}
 	rc = 0;
 out:
-	sb_strv_free(&homes);
-	sb_strv_free(&hidden);
-	sb_strv_free(&libs);
-	sb_strv_free(&keep);
+	mc_strv_free(&homes);
+	mc_strv_free(&hidden);
+	mc_strv_free(&libs);
+	mc_strv_free(&keep);
 	return rc;
 }

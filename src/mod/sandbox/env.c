@@ -97,7 +97,7 @@ env_opt(const struct run_opts *o, const char *name, size_t n, int *set)
 /* One route's variables: env = URL/NAME, placeholder = egressd-route. */
 struct route_env {
 	const char	*url;
-	struct sb_strv	*out;
+	struct mc_strv	*out;
 };
 
 static void
@@ -110,9 +110,9 @@ route_env_add(void *arg, const char *name, const char *env,
 
 	if (re->url == NULL) {		/* names only */
 		if (env != NULL)
-			sb_strv_add(re->out, env);
+			mc_strv_add(re->out, env);
 		if (placeholder != NULL)
-			sb_strv_add(re->out, placeholder);
+			mc_strv_add(re->out, placeholder);
 		return;
 	}
 	if (env != NULL) {
@@ -122,11 +122,11 @@ route_env_add(void *arg, const char *name, const char *env,
 			return;
 		}
 		snprintf(kv, n, "%s=%s/%s", env, re->url, name);
-		sb_strv_add(re->out, kv);
+		mc_strv_add(re->out, kv);
 		eg_free(kv);
 	}
 	if (placeholder != NULL)
-		sb_strv_add2(re->out, placeholder, "=egressd-route");
+		mc_strv_add2(re->out, placeholder, "=egressd-route");
 }
 
 /*
@@ -138,10 +138,10 @@ route_env_add(void *arg, const char *name, const char *env,
  */
 int
 sb_env_build(const struct run_opts *o, struct egress *ex, const char *url,
-    struct sb_strv *out)
+    struct mc_strv *out)
 {
 	struct route_env re;
-	struct sb_strv rn;
+	struct mc_strv rn;
 	size_t k;
 	static const char *const pv[] = {
 		"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=",
@@ -180,28 +180,28 @@ sb_env_build(const struct run_opts *o, struct egress *ex, const char *url,
 			}
 			continue;
 		}
-		sb_strv_add(out, environ[i]);
+		mc_strv_add(out, environ[i]);
 	}
 	for (i = 0; i < o->env.n; i++) {
 		n = sb_env_name_len(o->env.v[i]);
 		if (o->env.v[i][n] == '=')
-			sb_strv_add(out, o->env.v[i]);
+			mc_strv_add(out, o->env.v[i]);
 		else if (getenv(o->env.v[i]) == NULL)
 			fprintf(stderr, "egressd: --env %s: not set, not "
 			    "passed\n", o->env.v[i]);
 	}
 	for (i = 0; i < nitems(pv); i++)
-		sb_strv_add2(out, pv[i], url);
+		mc_strv_add2(out, pv[i], url);
 	/* only the relay listens on loopback inside: routes are reached
 	 * directly, everything else through the proxy */
-	sb_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
-	sb_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
+	mc_strv_add(out, "NO_PROXY=" EG_SANDBOX_NO_PROXY);
+	mc_strv_add(out, "no_proxy=" EG_SANDBOX_NO_PROXY);
 	if (ex != NULL) {
 		re.url = url;
 		re.out = out;
 		eg_module_routes(ex, route_env_add, &re);
 	}
-	sb_strv_free(&rn);
+	mc_strv_free(&rn);
 	if (rlen > 0)
 		fprintf(stderr, "egressd: not passed to the command: %s "
 		    "(--env NAME passes one)\n", removed);

@@ -144,7 +144,7 @@ path_err(const char *opt, const char *path, const char *what, int e)
  * a message naming the link and its target.
  */
 static int
-add_path(struct sb_strv *out, const char *opt, const char *path)
+add_path(struct mc_strv *out, const char *opt, const char *path)
 {
 	char cwd[PATH_MAX], abs[PATH_MAX], res[PATH_MAX], cand[PATH_MAX];
 	char tgt[PATH_MAX], *comp, *next, *slash;
@@ -219,7 +219,7 @@ add_path(struct sb_strv *out, const char *opt, const char *path)
 		}
 		memcpy(res, cand, (size_t)r + 1);
 	}
-	sb_strv_add(out, res[0] == '\0' ? "/" : res);
+	mc_strv_add(out, res[0] == '\0' ? "/" : res);
 	return 0;
 }
 
@@ -285,7 +285,7 @@ sb_run_opts(int argc, char *argv[], struct run_opts *o)
 			if (sb_env_is_proxy(optarg, n))
 				return usage_err("--env %s: the proxy "
 				    "variables are set by egressd", optarg);
-			sb_strv_add(&o->env, optarg);
+			mc_strv_add(&o->env, optarg);
 			break;
 		case 't':
 			errno = 0;
@@ -309,7 +309,7 @@ sb_run_opts(int argc, char *argv[], struct run_opts *o)
 			if (strcmp(rp, "/") == 0)
 				return usage_err("--hide %s: not the whole "
 				    "file system", optarg);
-			sb_strv_add(&o->hide, rp);
+			mc_strv_add(&o->hide, rp);
 			break;
 		case 'L':
 			if (sb_num(optarg, 3, 1023, &v) == -1 ||

@@ -35,9 +35,9 @@ struct run_opts {
 	const char	*audit;
 	enum sb_mode	 mode;
 	int		 mode_set;	/* --sandbox given */
-	struct sb_strv	 rw, ro;	/* resolved */
-	struct sb_strv	 env;		/* NAME or NAME=VALUE */
-	struct sb_strv	 hide;		/* --hide, resolved */
+	struct mc_strv	 rw, ro;	/* resolved */
+	struct mc_strv	 env;		/* NAME or NAME=VALUE */
+	struct mc_strv	 hide;		/* --hide, resolved */
 	int		 launch_fd;	/* --launch-fd; -1: none */
 	double		 timeout;	/* seconds; 0: none */
 	char *const	*cmd;
@@ -114,7 +114,7 @@ int	sb_env_is_proxy(const char *name, size_t n);
  * with --proxy).  The names removed are listed on stderr.  0 or -1.
  */
 int	sb_env_build(const struct run_opts *o, struct egress *ex,
-	    const char *url, struct sb_strv *out);
+	    const char *url, struct mc_strv *out);
 
 /* runproxy.c */
 /* A fresh 0700 directory outside every writable path into buf; 0/-1. */
@@ -140,10 +140,10 @@ int	sb_check_cwd(const struct run_opts *o, const char *cwd);
 int	sb_check_proxydir(struct run_state *st, const char *cwd);
 /* The launcher argv for st into argv; 0, or an exit status. */
 int	sb_bwrap_prepare(const struct run_state *st, const char *cwd,
-	    int ready_fd, struct sb_strv *argv);
+	    int ready_fd, struct mc_strv *argv);
 /* bwrap's options moved into a memfd: out is "bwrap --args FD -- ...";
  * the fd (close-on-exec), or -1. */
-int	sb_args_memfd(const struct sb_strv *in, struct sb_strv *out);
+int	sb_args_memfd(const struct mc_strv *in, struct mc_strv *out);
 /* What to say if CMD (host: where the caller's PATH finds it) is not
  * found inside because the sandbox hides its directory; "" if seen. */
 void	sb_cmd_hint(const struct run_state *st, const char *cwd,

@@ -19,14 +19,7 @@
 #include "egress.h"
 #include "module.h"
 #include "run.h"
-
-static void
-on_log(int level, const char *msg, void *arg)
-{
-	(void)arg;
-	if (level <= EGRESS_LOG_WARN)
-		fprintf(stderr, "egressd: %s\n", msg);
-}
+#include "../common/proxylog.h"
 
 static int
 relay_thr_stop(void *arg)
@@ -113,7 +106,7 @@ sb_proxy_load(struct run_state *st)
 			    "configuration\n");
 		return 1;
 	}
-	egress_set_log_cb(st->ex, on_log, NULL);
+	egress_set_log_cb(st->ex, mc_proxy_log, (void *)"egressd: ");
 	c = eg_module_config(st->ex, &eg_mod_sandbox);
 	if (!st->o.mode_set && c != NULL && c->mode_line != 0)
 		st->o.mode = c->mode;

@@ -271,7 +271,7 @@ static int
 run_main(int argc, char *argv[])
 {
 	struct run_state st;
-	struct sb_strv envp = { 0 }, cargv = { 0 }, xargv = { 0 };
+	struct mc_strv envp = { 0 }, cargv = { 0 }, xargv = { 0 };
 	struct stat sst;
 	sigset_t mask;
 	char cwd[PATH_MAX], url[64], execpath[PATH_MAX];
@@ -381,7 +381,7 @@ run_main(int argc, char *argv[])
 		if (sb_relay_thread(&st, &port) == -1)
 			goto done;
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
-		sb_strv_add(&cargv, "");	/* placeholder for argv[0] */
+		mc_strv_add(&cargv, "");	/* placeholder for argv[0] */
 	}
 	if (sb_env_build(&st.o, st.o.proxy == NULL ? st.ex : NULL, url,
 	    &envp) == -1) {
@@ -392,7 +392,7 @@ run_main(int argc, char *argv[])
 	    sizeof(hostcmd)) == 0)
 		sb_cmd_hint(&st, cwd, st.o.cmd[0], hostcmd, hint, sizeof(hint));
 	if (!bwrap) {
-		sb_strv_free(&cargv);
+		mc_strv_free(&cargv);
 		if (resolve_cmd(st.o.cmd[0], envp.v, execpath,
 		    sizeof(execpath)) == -1) {
 			fprintf(stderr, "egressd: %s: command not found\n",
@@ -432,13 +432,13 @@ done:
 		close(afd);
 	if (sfd != -1)
 		close(sfd);
-	sb_strv_free(&envp);
-	sb_strv_free(&cargv);
-	sb_strv_free(&xargv);
-	sb_strv_free(&st.o.rw);
-	sb_strv_free(&st.o.ro);
-	sb_strv_free(&st.o.env);
-	sb_strv_free(&st.o.hide);
+	mc_strv_free(&envp);
+	mc_strv_free(&cargv);
+	mc_strv_free(&xargv);
+	mc_strv_free(&st.o.rw);
+	mc_strv_free(&st.o.ro);
+	mc_strv_free(&st.o.env);
+	mc_strv_free(&st.o.hide);
 	return rc;
 }
 

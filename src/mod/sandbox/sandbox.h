@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "../common/strv.h"
 
 #ifndef nitems
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
@@ -24,26 +25,6 @@
 /* Relay limits: memory is bounded by MAXCONN * 2 * BUFSZ. */
 #define SB_RELAY_MAXCONN	512
 #define SB_RELAY_BUFSZ		16384
-
-/*
- * A growable NULL-terminated vector of strings it owns (argv, envp, path
- * lists).  On allocation failure the vector sets oom and ignores further
- * additions; check it once at the end.
- */
-struct sb_strv {
-	char	**v;		/* v[n] == NULL when v != NULL */
-	size_t	  n, cap;
-	int	  oom;
-};
-
-/* Append a copy of s. */
-void	sb_strv_add(struct sb_strv *sv, const char *s);
-/* Append "a" followed by "b" as one string. */
-void	sb_strv_add2(struct sb_strv *sv, const char *a, const char *b);
-/* 1 if an element equals s. */
-int	sb_strv_has(const struct sb_strv *sv, const char *s);
-/* Free every element and the vector; leaves it empty and reusable. */
-void	sb_strv_free(struct sb_strv *sv);
 
 /* 1 if path is dir or below it ("/a/b" is under "/a", "/ab" is not). */
 int	sb_path_under(const char *path, const char *dir);
@@ -103,15 +84,15 @@ struct sb_bwrap_spec {
 	const char	*bwrap;		/* launcher, absolute */
 	const char	*exe;		/* egressd binary, resolved */
 	const char	*cwd;		/* bound writable, chdir'd to */
-	const struct sb_strv *rw;	/* bound writable */
-	const struct sb_strv *ro;	/* bound read-only */
-	const struct sb_strv *homes;	/* hidden under tmpfs */
-	const struct sb_strv *libs;	/* bound read-only, same path */
+	const struct mc_strv *rw;	/* bound writable */
+	const struct mc_strv *ro;	/* bound read-only */
+	const struct mc_strv *homes;	/* hidden under tmpfs */
+	const struct mc_strv *libs;	/* bound read-only, same path */
 	const char	*audit;		/* ro over itself, last; or NULL */
 	const char	*sockdir;	/* in-process proxy's dir, or */
 	const char	*sockfile;	/* --proxy: the socket itself */
 	const char	*hostdir;	/* the socket's host dir: hidden */
-	const struct sb_strv *hide;	/* --hide: hidden after the binds,
+	const struct mc_strv *hide;	/* --hide: hidden after the binds,
 					   those below shown again */
 	int		 ready_fd;	/* relay reports readiness */
 	int		 exec_fd;	/* relay reports an exec failure;
@@ -134,20 +115,20 @@ const char	*sb_bwrap_unusable(char *buf, size_t len);
 void	sb_put_safe(const char *s);
 /* Build the bwrap argv for spec into out (empty on entry).  0 or -1. */
 int		 sb_bwrap_argv(const struct sb_bwrap_spec *spec,
-		    struct sb_strv *out);
+		    struct mc_strv *out);
 /*
  * The directories to hide: /home, /root, every /etc/passwd home of a
  * regular user (uid >= 1000) and home (may be NULL); existing
  * directories only, resolved, without duplicates.
  */
-void		 sb_homes(struct sb_strv *out, const char *home);
+void		 sb_homes(struct mc_strv *out, const char *home);
 /*
  * Files mapped into this process (the shared libraries of a build-tree
  * egressd) that lie under one of the hidden directories, so the relay
  * can still be loaded inside.
  */
-void		 sb_maplibs(struct sb_strv *out,
-		    const struct sb_strv *hidden);
+void		 sb_maplibs(struct mc_strv *out,
+		    const struct mc_strv *hidden);
 /*
  * Explain on stderr why bubblewrap could not create a sandbox and how
  * to fix it, from the kernel settings of this machine.
@@ -160,8 +141,8 @@ void		 sb_bwrap_explain(const char *bwrap);
  */
 struct sb_seatbelt {
 	const char	*home;		/* reads denied below; NULL */
-	const struct sb_strv *rw;	/* the working directories */
-	const struct sb_strv *ro;	/* readable even under home */
+	const struct mc_strv *rw;	/* the working directories */
+	const struct mc_strv *ro;	/* readable even under home */
 	uint16_t	 port;		/* the proxy's localhost port */
 };
 

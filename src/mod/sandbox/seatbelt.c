@@ -34,7 +34,7 @@ put_quoted(struct eg_buf *b, const char *s)
 
 /* "(subpath "P")" for every path of sv. */
 static void
-put_subpaths(struct eg_buf *b, const struct sb_strv *sv)
+put_subpaths(struct eg_buf *b, const struct mc_strv *sv)
 {
 	size_t i;
 
@@ -66,7 +66,7 @@ path_ok(const char *p, const char *what, char *err, size_t errlen)
 }
 
 static int
-paths_ok(const struct sb_strv *sv, const char *what, char *err,
+paths_ok(const struct mc_strv *sv, const char *what, char *err,
     size_t errlen)
 {
 	size_t i;
