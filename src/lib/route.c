@@ -513,7 +513,8 @@ eg_route_head(struct eg_conn *c)
 	struct eg_cfg *cfg;
 	struct eg_rt *rt;
 	const char *why = NULL;
-	char body[768], qp[200];
+	struct eg_refusal_arg ra;
+	char qp[200];
 	size_t nl, pl, i;
 	int verdict = 0;
 
@@ -603,35 +604,32 @@ eg_route_head(struct eg_conn *c)
 		    (unsigned char)rt->path[i] >= 0x7f)
 			rt->path[i] = '?';
 	c->kept = 0;
+	eg_conn_refusal_arg(c, &ra);
+	ra.route = r != NULL ? r->name : rt->name;
+	ra.phase = ph != NULL ? ph->name : NULL;
+	ra.method = q->method;
+	ra.path = qp;
+	ra.why = why;
+	ra.num = r != NULL ? r->max_request_bytes : 0;
 	switch (verdict) {
 	case 404:
-		snprintf(body, sizeof(body), "egressd: no route %s", rt->name);
-		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_NO_ROUTE, 404, body);
+		ra.route = rt->name;
+		eg_conn_deny_rf(c, EG_RF_NO_ROUTE, &ra);
 		return 1;
 	case 400:
-		snprintf(body, sizeof(body), "egressd: bad request for route "
-		    "%s: %s", r->name, why != NULL ? why :
-		    "the route name must be followed by '/'");
-		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 400, body);
+		eg_conn_deny_rf(c, why != NULL ? EG_RF_ROUTE_BAD :
+		    EG_RF_ROUTE_NO_SLASH, &ra);
 		return 1;
 	case 403:
-		snprintf(body, sizeof(body), "egressd: route %s is not allowed "
-		    "in phase %s", r->name, ph->name);
-		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403, body);
+		eg_conn_deny_rf(c, EG_RF_ROUTE_PHASE, &ra);
 		return 1;
 	case -403:
 		esc_name((const uint8_t *)rt->path, strlen(rt->path), qp,
 		    sizeof(qp));
-		snprintf(body, sizeof(body), "egressd: %s %s is not allowed by "
-		    "route %s", q->method, qp, r->name);
-		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_ROUTE_NOT_ALLOWED, 403,
-		    body);
+		eg_conn_deny_rf(c, EG_RF_ROUTE_NOT_ALLOWED, &ra);
 		return 1;
 	case 413:
-		snprintf(body, sizeof(body), "egressd: the request body is "
-		    "over route %s's max_request_bytes (%llu)", r->name,
-		    (unsigned long long)r->max_request_bytes);
-		eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_BAD_REQUEST, 413, body);
+		eg_conn_deny_rf(c, EG_RF_ROUTE_BODY, &ra);
 		return 1;
 	default:
 		break;
@@ -747,6 +745,7 @@ route_start(struct eg_conn *c)
 	struct eg_req *q = &h->req;
 	struct eg_event ev;
 	char *out = (char *)c->w->scratch, body[512];
+	struct eg_refusal_arg ra;
 	ssize_t n;
 	int ok;
 
@@ -774,19 +773,11 @@ route_start(struct eg_conn *c)
 	pthread_rwlock_unlock(&c->ex->lock);
 	if (ok != 1) {
 		up_close(c);
-		if (ok == 0) {
-			snprintf(body, sizeof(body), "egressd: route %s is not "
-			    "allowed in phase %s", rt->route->name,
-			    c->sess->phase->name);
-			eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_NOT_ALLOWED, 403,
-			    body);
-		} else {
-			snprintf(body, sizeof(body), "egressd: route %s is "
-			    "refused: the audit log is failing",
-			    rt->route->name);
-			eg_conn_deny(c, EGRESS_EV_BLOCK, EG_R_AUDIT_FAILED,
-			    503, body);
-		}
+		eg_conn_refusal_arg(c, &ra);
+		ra.route = rt->route->name;
+		ra.phase = c->sess->phase->name;
+		eg_conn_deny_rf(c, ok == 0 ? EG_RF_ROUTE_PHASE :
+		    EG_RF_ROUTE_AUDIT_FAILED, &ra);
 		return;
 	}
 	c->decided = 1;
@@ -958,7 +949,8 @@ static enum eg_io_st
 route_handshake(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
-	char err[300], body[EG_HOST_MAX + 400];
+	char err[300];
+	struct eg_refusal_arg ra;
 	int verify, r;
 
 	r = eg_tls_handshake(c->tls, &verify, err, sizeof(err));
@@ -972,12 +964,12 @@ route_handshake(struct eg_conn *c)
 		route_start(c);
 		return EG_IO_OK;
 	}
-	snprintf(body, sizeof(body), "egressd: TLS to %s:%u failed: %s",
-	    c->t.host.name, c->t.port, err);
+	eg_conn_refusal_arg(c, &ra);
+	ra.why = err;
 	up_close(c);
 	rt->handshaking = 0;
-	eg_conn_deny(c, EGRESS_EV_FAIL, verify ? EG_R_TLS_FAILED :
-	    EG_R_CONNECT_FAILED, 502, body);
+	eg_conn_deny_rf(c, verify ? EG_RF_TLS_FAILED :
+	    EG_RF_TLS_CONNECT_FAILED, &ra);
 	return EG_IO_OK;
 }
 
@@ -1023,7 +1015,7 @@ eg_route_do(struct eg_conn *c)
 {
 	struct eg_rt *rt = c->rt;
 	struct eg_io_res r;
-	char body[EG_HOST_MAX + 200];
+	struct eg_refusal_arg ra;
 
 	if (rt->handshaking)
 		return route_handshake(c);
@@ -1040,11 +1032,10 @@ eg_route_do(struct eg_conn *c)
 		/* a chunked body over max_request_bytes */
 		up_close(c);
 		if (!rt->sent_resp) {
-			snprintf(body, sizeof(body), "egressd: request body "
-			    "is over route %s's max_request_bytes (%llu)",
-			    rt->route->name, (unsigned long long)
-			    rt->route->max_request_bytes);
-			eg_conn_refuse(c, EG_R_BAD_REQUEST, 413, body);
+			eg_conn_refusal_arg(c, &ra);
+			ra.route = rt->route->name;
+			ra.num = rt->route->max_request_bytes;
+			eg_conn_refuse_rf(c, EG_RF_ROUTE_BODY_CHUNKED, &ra);
 			return EG_IO_OK;
 		}
 		eg_conn_close(c, EG_END_ERROR);
@@ -1057,10 +1048,8 @@ eg_route_do(struct eg_conn *c)
 		if (!rt->sent_resp && r.end == EG_END_UPSTREAM_CLOSED &&
 		    c->cio.fd != -1) {
 			/* nothing answered yet: say so */
-			snprintf(body, sizeof(body), "egressd: %s:%u closed "
-			    "the connection before answering",
-			    c->t.host.name, c->t.port);
-			eg_conn_refuse(c, EG_R_CONNECT_FAILED, 502, body);
+			eg_conn_refusal_arg(c, &ra);
+			eg_conn_refuse_rf(c, EG_RF_UPSTREAM_CLOSED, &ra);
 			return EG_IO_OK;
 		}
 		eg_conn_close(c, r.end);
