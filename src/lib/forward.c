@@ -20,6 +20,7 @@
 #include "reqparse.h"
 #include "session.h"
 #include "upool.h"
+#include "worker.h"
 
 /* --- plain HTTP ------------------------------------------------------------ */
 

@@ -41,6 +41,7 @@
 #include "route.h"
 #include "session.h"
 #include "tls.h"
+#include "worker.h"
 
 #define TLS_WRITE_MAX	16384		/* one record's worth per write */
 
