@@ -39,7 +39,7 @@
 #include "relayhdr.h"
 #include "reqparse.h"
 #include "select.h"
-#include "session.h"
+#include "sessref.h"
 #include "sni.h"
 #include "tcpopt.h"
 #include "upool.h"

@@ -14,7 +14,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "module.h"
-#include "session.h"
+#include "sessref.h"
 
 int
 egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
@@ -128,7 +128,7 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 	/* counted against its session, kept in its ring, written to its
 	 * file (egress_session_set_audit()) or the main log */
 	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
-	    eg_session_event(ex, e), &change);
+	    eg_session_event(ex, e->sess, e->type), &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)
 		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "

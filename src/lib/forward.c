@@ -18,7 +18,6 @@
 #include "loop.h"
 #include "policy.h"
 #include "reqparse.h"
-#include "session.h"
 #include "upool.h"
 #include "worker.h"
 

@@ -39,7 +39,6 @@
 #include "policy.h"
 #include "reqparse.h"
 #include "route.h"
-#include "session.h"
 #include "tls.h"
 #include "worker.h"
 

@@ -19,7 +19,7 @@
 #include "event.h"
 #include "log.h"
 #include "ownaddr.h"
-#include "session.h"
+#include "sessref.h"
 #include "worker.h"
 
 struct eg_client {			/* per-client connection count */
