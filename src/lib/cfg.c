@@ -21,7 +21,6 @@
 #include "cfg.h"
 #include "host.h"
 #include "inilex.h"
-#include "listen.h"
 #include "policy.h"
 #include "reason.h"
 #include "route.h"

@@ -30,7 +30,6 @@
 #include "dns.h"
 #include "event.h"
 #include "host.h"
-#include "listen.h"
 #include "log.h"
 #include "metrics.h"
 #include "ownaddr.h"
