@@ -31,7 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
-#include "route.h"
+#include "routecfg.h"
 #include "session.h"
 #include "sessref.h"
 #include "sessreg.h"
