@@ -13,7 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
-#include "module.h"
+#include "modrun.h"
 #include "sessref.h"
 
 int

@@ -83,12 +83,9 @@ const struct eg_module_slot *eg_module_find(const char *name, size_t len);
 /* Its index in eg_module_table (for per-module arrays), or -1. */
 int	eg_module_index(const struct eg_module *m);
 
-/* --- for the core -------------------------------------------------------- */
+/* --- for the core (starting, stopping, events: modrun.h) ----------------- */
 /* The chaining of the compiled-in module that provides it, or NULL. */
 const struct eg_audit_ops *eg_module_audit_ops(void);
-int	eg_modules_init(struct egress *ex, char *err, size_t errlen);
-void	eg_modules_event(struct egress *ex, const struct egress_event *ev);
-void	eg_modules_fini(struct egress *ex);
 
 /* --- for modules ----------------------------------------------------------- */
 /* m's configuration in the proxy's snapshot (NULL: none); valid until

@@ -22,6 +22,7 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "modrun.h"
 #include "ownaddr.h"
 #include "session.h"
 #include "uuid.h"
