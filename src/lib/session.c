@@ -220,6 +220,7 @@ eg_sess_emit(struct egress *ex, struct eg_session *s, const char *action,
 void
 eg_sessions_own_refresh(struct egress *ex)
 {
+	struct sockaddr_storage adm;
 	struct eg_session *s;
 	struct eg_lsock *tcp;
 	struct eg_ownaddr *own;
@@ -237,7 +238,8 @@ eg_sessions_own_refresh(struct egress *ex)
 	pthread_mutex_unlock(&ex->sesmtx);
 	if (tcp == NULL)
 		return;
-	own = eg_own_build(ex, ex->ls, ex->nls, tcp, n);
+	own = eg_own_build(ex, ex->ls, ex->nls, tcp, n,
+	    eg_admin_tcp_addr(ex, &adm) == 1 ? &adm : NULL);
 	eg_free(tcp);
 	if (own != NULL)
 		eg_own_publish(ex, own);

@@ -80,11 +80,13 @@ void	eg_clients_free(struct egress *);
 
 /*
  * A snapshot of egressd's own addresses from the listeners ls (and ls2,
- * may be NULL), the admin API's TCP listener and the interface
- * addresses; NULL when out of memory.
+ * may be NULL), the admin API's TCP listener (admin: its bound address,
+ * eg_admin_tcp_addr(); NULL: none) and the interface addresses; NULL
+ * when out of memory.
  */
 struct eg_ownaddr *eg_own_build(struct egress *, const struct eg_lsock *ls,
-	    size_t nls, const struct eg_lsock *ls2, size_t nls2);
+	    size_t nls, const struct eg_lsock *ls2, size_t nls2,
+	    const struct sockaddr_storage *admin);
 
 /* Give own (the caller's reference) to every worker and to ex->own. */
 void	eg_own_publish(struct egress *, struct eg_ownaddr *own);
