@@ -12,12 +12,9 @@
 
 struct egress;
 struct eg_cfg;
-struct eg_event;
 struct eg_label;
 struct eg_redact;
-struct eg_ring;
 struct eg_session;
-struct egress_event;
 struct egress_phase_spec;
 
 /* References and counters (attach, ref, unref, event) and
