@@ -54,15 +54,6 @@
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
 
-/* (the reasons' names: reason.c) */
-const char *const eg_end_name[] = {
-	"-", "client_closed", "upstream_closed", "idle_timeout",
-	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
-	"session_closed", "budget"
-};
-
-_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
-
 static void	conn_step(struct eg_conn *);
 static void	conn_cio(void *, uint32_t);
 static void	conn_uio(void *, uint32_t);

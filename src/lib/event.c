@@ -16,6 +16,15 @@
 #include "modrun.h"
 #include "sessref.h"
 
+/* A CLOSE's end= names, by enum eg_end (the reasons' names: reason.c). */
+const char *const eg_end_name[] = {
+	"-", "client_closed", "upstream_closed", "idle_timeout",
+	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
+	"session_closed", "budget"
+};
+
+_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
+
 int
 egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
 {
