@@ -46,8 +46,9 @@ egress_set_log_level(struct egress *ex, int level)
 	eg_logger_set_level(&ex->log, level);
 }
 
-struct eg_logger *
-eg_logger_of(struct egress *ex)
+/* eg_bug()'s way to a proxy's logger (log.h). */
+static struct eg_logger *
+proxy_logger(struct egress *ex)
 {
 	return &ex->log;
 }
@@ -73,6 +74,7 @@ proxy_alloc(void)
 	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
 	eg_uuid4(ex->run_id);
 	eg_logger_init(&ex->log);
+	eg_logger_of_set(proxy_logger);
 	ex->admin_fd = -1;		/* none adopted */
 	return ex;
 }
