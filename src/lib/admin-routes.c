@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "sessbody.h"
 #include "session.h"
+#include "sessref.h"
 #include "shared.h"
 
 #define JSON_MAX	(16u << 20)	/* largest response we build */

@@ -19,9 +19,9 @@
 #include <systemd/sd-journal.h>
 #endif
 
+#include "audit-ops.h"
 #include "audit.h"
 #include "buf.h"
-#include "module.h"
 
 struct ring_slot {
 	uint64_t	 seq;
@@ -159,7 +159,7 @@ eg_audit_open_private(const char *path, int json, struct eg_err *err)
 	return audit_open(path, json, 0, 1, err);
 }
 
-/* --- chaining (the record module's ops, module.h) ------------------------ */
+/* --- chaining (the record module's ops, audit-ops.h) ------------------------ */
 
 static int64_t
 wall_ms(void)

@@ -21,10 +21,9 @@
 #include "cfg.h"
 #include "host.h"
 #include "inilex.h"
-#include "listen.h"
 #include "policy.h"
 #include "reason.h"
-#include "route.h"
+#include "routecfg.h"
 #include "shared.h"
 
 #define CFG_FILE_MAX	(16 * 1024 * 1024)	/* eg_cfg_load() limit */

@@ -30,7 +30,6 @@
 #include "dns.h"
 #include "event.h"
 #include "host.h"
-#include "listen.h"
 #include "log.h"
 #include "metrics.h"
 #include "ownaddr.h"
@@ -39,7 +38,7 @@
 #include "relayhdr.h"
 #include "reqparse.h"
 #include "select.h"
-#include "session.h"
+#include "sessref.h"
 #include "sni.h"
 #include "tcpopt.h"
 #include "upool.h"
@@ -54,15 +53,6 @@
 #endif
 #define LINGER_MS	2000		/* drain after a refusal */
 #define EG_FD_RESERVE	32		/* descriptors kept for refusing */
-
-/* (the reasons' names: reason.c) */
-const char *const eg_end_name[] = {
-	"-", "client_closed", "upstream_closed", "idle_timeout",
-	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
-	"session_closed", "budget"
-};
-
-_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
 
 static void	conn_step(struct eg_conn *);
 static void	conn_cio(void *, uint32_t);

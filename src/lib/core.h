@@ -1,7 +1,7 @@
 /*
- * core.h: the proxy's shared structures: the proxy (struct egress), its
- * listeners and worker threads.  Sessions are session-int.h's, events
- * event.h's, the logger log.h's.  Header only.  Private to libegress.
+ * core.h: the proxy's shared structures: the proxy (struct egress) and
+ * its listeners.  Worker threads are worker.h's, sessions session-int.h's,
+ * events event.h's, the logger log.h's.  Header only.  Private to libegress.
  */
 #ifndef EG_CORE_H
 #define EG_CORE_H
@@ -16,7 +16,6 @@
 #include "loop.h"
 #include "module.h"
 #include "session-int.h"
-#include "upool.h"
 
 struct eg_admin;
 struct eg_audit;
@@ -26,6 +25,7 @@ struct eg_conn;
 struct eg_dns;
 struct eg_metrics;
 struct eg_ownaddr;
+struct eg_worker;		/* worker.h */
 
 struct eg_lsock {			/* a bound listening socket */
 	int			 fd;
@@ -45,45 +45,6 @@ struct eg_lio {				/* a worker's interest in a listener */
 	struct eg_lsock		*ls;
 	struct eg_worker	*w;
 	struct eg_lio		*snext;	/* a session's: w->slio list */
-};
-
-struct eg_worker {
-	struct egress		*ex;
-	unsigned		 idx;
-	pthread_t		 thr;
-	int			 thr_started;
-	struct eg_loop		*loop;
-	struct eg_dns		*dns;
-	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
-	struct eg_cfg		*cfg;	/* a reference on the snapshot new
-					   connections start with (until
-					   their decision): loop thread only */
-	struct eg_lio		*lio;
-	size_t			 nlio;
-	struct eg_lio		*lio_dead;	/* replaced; freed after the
-						   batch (events may name it) */
-	struct eg_lio		*slio;		/* sessions' listeners */
-	struct eg_session	*sdead;		/* released after the batch
-						   (linked by dnext[idx]) */
-	struct eg_lio		*lio_next;	/* a reload's, allocated
-						   before its swap */
-	struct eg_timer		 accept_pause;
-	int			 paused;
-	struct eg_conn		*conns;		/* every live connection */
-	struct eg_conn		*dead;		/* freed after the batch */
-	struct eg_conn		*connpool;	/* freed ones, for reuse */
-	unsigned		 nconnpool;
-	void			*headpool;	/* request head buffers */
-	unsigned		 nheadpool;
-	void			*bufpool;	/* free tunnel buffers */
-	unsigned		 nbufpool;
-	void			*routepool;	/* route.c: idle upstream
-						   connections of routes */
-	int			 pipes[64][2];	/* free splice pipes */
-	unsigned		 npipes;
-	int			 stopped;
-	struct eg_upool		 upool;		/* idle upstream connections */
-	uint8_t			 scratch[65536];
 };
 
 struct eg_ovr { char *key, *value; };

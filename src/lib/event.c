@@ -13,8 +13,17 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
-#include "module.h"
-#include "session.h"
+#include "modrun.h"
+#include "sessref.h"
+
+/* A CLOSE's end= names, by enum eg_end (the reasons' names: reason.c). */
+const char *const eg_end_name[] = {
+	"-", "client_closed", "upstream_closed", "idle_timeout",
+	"phase_change", "reload", "sni_mismatch", "shutdown", "done", "error",
+	"session_closed", "budget"
+};
+
+_Static_assert(nitems(eg_end_name) == EG_END_COUNT, "eg_end_name");
 
 int
 egress_subscribe(struct egress *ex, egress_event_cb cb, void *arg)
@@ -128,7 +137,7 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 	/* counted against its session, kept in its ring, written to its
 	 * file (egress_session_set_audit()) or the main log */
 	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
-	    eg_session_event(ex, e), &change);
+	    eg_session_event(ex, e->sess, e->type), &change);
 	/* the first failure and the recovery are logged, not every line */
 	if (change > 0)
 		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "

@@ -18,8 +18,8 @@
 #include "loop.h"
 #include "policy.h"
 #include "reqparse.h"
-#include "session.h"
 #include "upool.h"
+#include "worker.h"
 
 /* --- plain HTTP ------------------------------------------------------------ */
 

@@ -241,3 +241,23 @@ eg_authority_parse(const char *s, size_t len, struct eg_host *h,
 		return fail(why, "bad port");
 	return eg_host_parse(s, hlen, h, why);
 }
+
+int
+eg_addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		return snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		return snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
+	}
+	return -1;
+}

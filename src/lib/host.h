@@ -1,6 +1,7 @@
 /*
  * host.h: normalisation and validation of a request's host and port
- * (SPEC "Proxy behaviour").  Pure functions over explicit lengths; no I/O.
+ * (SPEC "Proxy behaviour"), and a socket address as text.  Pure functions
+ * over explicit lengths; no I/O.
  */
 #ifndef EG_HOST_H
 #define EG_HOST_H
@@ -48,5 +49,12 @@ int	eg_authority_parse(const char *s, size_t len, struct eg_host *h,
 
 /* Parse a decimal port of len bytes (1-65535, no leading zero). */
 int	eg_port_parse(const char *s, size_t len, uint16_t *port);
+
+/*
+ * A TCP address as text into buf (len bytes): "192.0.2.1:80" or
+ * "[2001:db8::1]:80".  Returns snprintf()'s count (len or more: cut), or
+ * -1 for another family (buf untouched).
+ */
+int	eg_addr_text(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif

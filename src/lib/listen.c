@@ -17,6 +17,7 @@
 #include "addrclass.h"
 #include "cfg.h"
 #include "core.h"
+#include "host.h"
 #include "listen.h"
 #include "log.h"
 #include "tcpopt.h"
@@ -242,26 +243,6 @@ static int
 listen_skipped(const struct egress *ex, const struct eg_listen *l)
 {
 	return ex->nadopt > 0 && (l->line == -1 || adopted_for(ex, l) != NULL);
-}
-
-int
-eg_addr_text(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		return snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		return snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
-	}
-	return -1;
 }
 
 int

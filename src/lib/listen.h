@@ -63,12 +63,6 @@ int	eg_listen_rebind(struct egress *, const struct eg_cfg *,
  * the fd is made non-blocking and close-on-exec.  0, or -1 with err.
  */
 int	eg_listen_adopt(struct eg_lsock *ls, int fd, struct eg_err *err);
-/*
- * A TCP address as text into buf (len bytes): "192.0.2.1:80" or
- * "[2001:db8::1]:80".  Returns snprintf()'s count (len or more: cut), or
- * -1 for another family (buf untouched).
- */
-int	eg_addr_text(const struct sockaddr *sa, char *buf, size_t len);
 /* Close every adopted descriptor (egress_free()). */
 void	eg_listen_adopt_free(struct egress *);
 

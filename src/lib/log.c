@@ -58,16 +58,33 @@ eg_log_write(struct eg_logger *lg, int level, const char *fmt, ...)
 	cb(level, msg, lg->arg);
 }
 
+/*
+ * How eg_bug() finds a proxy's logger: registered by the floor that
+ * knows struct egress (proxy.c, when it creates one), so that this file
+ * knows nothing of it.  NULL until a proxy exists.
+ */
+static struct eg_logger *(*logger_of)(struct egress *);
+
+void
+eg_logger_of_set(struct eg_logger *(*fn)(struct egress *))
+{
+	__atomic_store_n(&logger_of, fn, __ATOMIC_RELEASE);
+}
+
 void
 eg_bug(struct egress *ex, const char *file, int line, const char *msg,
     int fatal)
 {
+	struct eg_logger *(*of)(struct egress *);
+	struct eg_logger *lg;
 	char buf[512];
 	int n;
 
 	n = snprintf(buf, sizeof(buf), "BUG at %s:%d: %s", file, line, msg);
-	if (ex != NULL && eg_logger_enabled(eg_logger_of(ex), EGRESS_LOG_ERR))
-		eg_log_write(eg_logger_of(ex), EGRESS_LOG_ERR, "%s", buf);
+	of = __atomic_load_n(&logger_of, __ATOMIC_ACQUIRE);
+	lg = ex != NULL && of != NULL ? of(ex) : NULL;
+	if (lg != NULL && eg_logger_enabled(lg, EGRESS_LOG_ERR))
+		eg_log_write(lg, EGRESS_LOG_ERR, "%s", buf);
 	if (!fatal)
 		return;
 	if (n < 0)

@@ -25,8 +25,9 @@ void	eg_logger_init(struct eg_logger *);
 void	eg_logger_set_cb(struct eg_logger *, egress_log_cb cb, void *arg);
 void	eg_logger_set_level(struct eg_logger *, int level);
 
-/* ex's logger (proxy.c), for code that has no struct egress (eg_bug). */
-struct eg_logger *eg_logger_of(struct egress *ex);
+/* How eg_bug(), which has no struct egress, finds ex's logger: fn(ex),
+ * registered by proxy.c when it creates a proxy. */
+void	eg_logger_of_set(struct eg_logger *(*fn)(struct egress *));
 
 #define eg_logger_enabled(lg, lv)					\
 	((lv) <= __atomic_load_n(&(lg)->max, __ATOMIC_RELAXED))

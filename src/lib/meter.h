@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "route.h"
+#include "routecfg.h"
 
 struct eg_meter {
 	enum eg_meter_kind kind;

@@ -1,17 +1,16 @@
 /*
- * module.c: the registry of optional modules and the core's calls into
- * them.  The table below is the one list of module names in the tree,
+ * module.c: the registry of optional modules.  The table below is the one list of module names in the tree,
  * with the ones not compiled in (so "[record]" or "egressd record" says
  * "not compiled in" rather than "unknown"), and the only place where
  * ENABLE_<module> appears; the build adds a module's sources only when
- * it is enabled.  See doc/internals/MODULES.md.
+ * it is enabled.  The modules on a running proxy are modrun.c's.  See
+ * doc/internals/MODULES.md.
  */
 #include "egress-int.h"
 
-#include "cfg.h"
-#include "core.h"
+#include <pthread.h>
+
 #include "egress.h"
-#include "log.h"
 #include "module.h"
 
 #ifdef ENABLE_SANDBOX
@@ -141,83 +140,7 @@ egress_module_main(const char *cmd, int argc, char *argv[], char *err,
 	return -1;
 }
 
-/* --- the core's side of the lifecycle --------------------------------------- */
-
-int
-eg_modules_init(struct egress *ex, char *err, size_t errlen)
-{
-	const struct eg_module *m;
-	char msg[512];
-	void *state;
-	size_t i;
-
-	for (i = 0; i < EG_MODULES_MAX && eg_module_table[i].name != NULL;
-	    i++) {
-		m = eg_module_table[i].mod;
-		if (m == NULL || m->init == NULL || ex->mod_live[i] != NULL)
-			continue;
-		state = NULL;
-		msg[0] = '\0';
-		if (m->init(ex, ex->cfg->mod_cfg[i], &state, msg,
-		    sizeof(msg)) == -1) {
-			snprintf(err, errlen, "module %s: %s", m->name,
-			    msg[0] != '\0' ? msg : "initialisation failed");
-			return -1;
-		}
-		ex->mod_state[i] = state;
-		ex->mod_live[i] = m;
-	}
-	return 0;
-}
-
-void
-eg_modules_event(struct egress *ex, const struct egress_event *ev)
-{
-	const struct eg_module *m;
-	size_t i;
-
-	for (i = 0; i < EG_MODULES_MAX; i++)
-		if ((m = ex->mod_live[i]) != NULL && m->on_event != NULL)
-			m->on_event(ev, ex->mod_state[i]);
-}
-
-void
-eg_modules_fini(struct egress *ex)
-{
-	const struct eg_module *m;
-	size_t i;
-
-	for (i = EG_MODULES_MAX; i-- > 0;) {
-		if ((m = ex->mod_live[i]) == NULL)
-			continue;
-		if (m->fini != NULL)
-			m->fini(ex->mod_state[i]);
-		ex->mod_live[i] = NULL;
-		ex->mod_state[i] = NULL;
-	}
-}
-
 /* --- for modules -------------------------------------------------------------- */
-
-const void *
-eg_module_config(struct egress *ex, const struct eg_module *m)
-{
-	int i = eg_module_index(m);
-
-	if (i == -1 || ex == NULL || ex->cfg == NULL)
-		return NULL;
-	return ex->cfg->mod_cfg[i];
-}
-
-void *
-eg_module_state(struct egress *ex, const struct eg_module *m)
-{
-	int i = eg_module_index(m);
-
-	if (i == -1 || ex == NULL || ex->mod_live[i] != m)
-		return NULL;
-	return ex->mod_state[i];
-}
 
 const char *
 eg_module_quote(const char *s, char *buf, size_t cap)

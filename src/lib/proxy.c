@@ -22,6 +22,7 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "modrun.h"
 #include "ownaddr.h"
 #include "session.h"
 #include "uuid.h"
@@ -45,8 +46,9 @@ egress_set_log_level(struct egress *ex, int level)
 	eg_logger_set_level(&ex->log, level);
 }
 
-struct eg_logger *
-eg_logger_of(struct egress *ex)
+/* eg_bug()'s way to a proxy's logger (log.h). */
+static struct eg_logger *
+proxy_logger(struct egress *ex)
 {
 	return &ex->log;
 }
@@ -72,6 +74,7 @@ proxy_alloc(void)
 	snprintf(ex->unix_client, sizeof(ex->unix_client), "unix");
 	eg_uuid4(ex->run_id);
 	eg_logger_init(&ex->log);
+	eg_logger_of_set(proxy_logger);
 	ex->admin_fd = -1;		/* none adopted */
 	return ex;
 }
@@ -241,6 +244,7 @@ raise_nofile(struct egress *ex)
 int
 egress_start(struct egress *ex)
 {
+	struct sockaddr_storage adm;
 	struct eg_ownaddr *own;
 	struct eg_err err;
 
@@ -272,7 +276,8 @@ egress_start(struct egress *ex)
 		return eg_set_err(ex, 0, "%s", err.msg);
 	}
 	/* after the admin API: its TCP listener is one of our addresses */
-	if ((own = eg_own_build(ex, ex->ls, ex->nls, NULL, 0)) == NULL) {
+	if ((own = eg_own_build(ex, ex->ls, ex->nls, NULL, 0,
+	    eg_admin_tcp_addr(ex, &adm) == 1 ? &adm : NULL)) == NULL) {
 		ex->started = 0;
 		return eg_set_err(ex, 0, "out of memory");
 	}
@@ -490,6 +495,7 @@ egress_reload(struct egress *ex, const char *by)
 	struct eg_errs errs = { 0 };
 	struct eg_cfg *cfg, *old;
 	struct eg_lsock *nls = NULL, *ols;
+	struct sockaddr_storage adm, *admp;
 	struct eg_ownaddr *own, *both;
 	struct eg_err err;
 	int prep;
@@ -518,8 +524,9 @@ egress_reload(struct egress *ex, const char *by)
 	if (eg_sessions_reload_prepare(ex, cfg) == -1)
 		goto fail_listen;
 	/* own addresses: old and new listeners while both may accept */
-	own = eg_own_build(ex, nls, nn, NULL, 0);
-	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls);
+	admp = eg_admin_tcp_addr(ex, &adm) == 1 ? &adm : NULL;
+	own = eg_own_build(ex, nls, nn, NULL, 0, admp);
+	both = eg_own_build(ex, nls, nn, ex->ls, ex->nls, admp);
 	/* and the workers' listener arrays: taking them up cannot fail */
 	prep = own != NULL && both != NULL && eg_workers_prepare(ex, nn) == 0;
 	if (!prep ||

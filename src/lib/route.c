@@ -39,8 +39,8 @@
 #include "policy.h"
 #include "reqparse.h"
 #include "route.h"
-#include "session.h"
 #include "tls.h"
+#include "worker.h"
 
 #define TLS_WRITE_MAX	16384		/* one record's worth per write */
 

@@ -24,7 +24,7 @@
 #include "log.h"
 #include "module.h"
 #include "policy.h"
-#include "route.h"
+#include "routecfg.h"
 #include "shared.h"
 #include "tls.h"
 

@@ -13,6 +13,7 @@
 #include "chain.h"
 #include "core.h"
 #include "session.h"
+#include "sessref.h"
 #include "sessreg.h"
 #include "uuid.h"
 
@@ -75,51 +76,6 @@ eg_redacts_free(struct eg_redact *r)
 		eg_free(r->len);
 		eg_free(r);
 	}
-}
-
-static const char eg_redacted[] = "[REDACTED]";
-
-const char *
-eg_redact_str(const struct eg_redact *r, const char *s, char *out,
-    size_t cap)
-{
-	size_t slen, i, k, best, o = 0, rl = sizeof(eg_redacted) - 1;
-	int hit = 0;
-
-	if (r == NULL || r->n == 0 || s == NULL)
-		return s;
-	slen = strlen(s);
-	if (slen < EG_REDACT_MIN)
-		return s;
-	for (i = 0; i < slen;) {
-		/* the longest value that starts here */
-		best = 0;
-		for (k = 0; k < r->n; k++)
-			if (r->len[k] > best && r->len[k] <= slen - i &&
-			    strncasecmp(s + i, r->val[k], r->len[k]) == 0)
-				best = r->len[k];
-		if (best > 0) {
-			if (o + rl >= cap)
-				goto nospace;
-			memcpy(out + o, eg_redacted, rl);
-			o += rl;
-			i += best;
-			hit = 1;
-			continue;
-		}
-		if (o + 1 >= cap)
-			goto nospace;
-		out[o++] = s[i++];
-	}
-	if (!hit)
-		return s;
-	out[o] = '\0';
-	return out;
-nospace:
-	if (cap <= rl)
-		return "";
-	memcpy(out, eg_redacted, rl + 1);
-	return out;
 }
 
 int

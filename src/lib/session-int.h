@@ -51,6 +51,9 @@ struct eg_session {
 	struct eg_budget	 bud;	/* its phase's budgets, used */
 
 	unsigned		 refs;		/* atomic */
+	/* the last reference went (sessref.c): the registry's
+	 * eg_sess_free() */
+	void			(*release)(struct eg_session *);
 	struct eg_session	*next;		/* registry */
 	int			 is_static;	/* from [session:NAME] */
 	int			 closing;	/* deleted: no new listeners */

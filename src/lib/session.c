@@ -31,15 +31,16 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
-#include "route.h"
+#include "routecfg.h"
 #include "session.h"
+#include "sessref.h"
 #include "sessreg.h"
 #include "shared.h"
 #include "worker.h"
 
 #define SUN_MAX	sizeof(((struct sockaddr_un *)0)->sun_path)
 
-/* --- references, counters ------------------------------------------------ */
+/* --- a session's end (its last reference: sessref.c) -------------------- */
 
 void
 eg_sess_free(struct eg_session *s)
@@ -63,59 +64,6 @@ eg_sess_free(struct eg_session *s)
 	eg_free(s->sock);
 	eg_free(s->cfg_phase);
 	eg_free(s);
-}
-
-void
-eg_session_ref(struct eg_session *s)
-{
-	if (s != NULL && !s->is_default)
-		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
-}
-
-void
-eg_session_unref(struct eg_session *s)
-{
-	if (s == NULL || s->is_default)
-		return;
-	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		eg_sess_free(s);
-}
-
-void
-eg_session_attach(struct eg_session *s)
-{
-	eg_session_ref(s);
-	__atomic_add_fetch(&s->active, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->total, 1, __ATOMIC_RELAXED);
-}
-
-void
-eg_session_detach(struct eg_session *s)
-{
-	if (__atomic_sub_fetch(&s->active, 1, __ATOMIC_RELAXED) == 0)
-		__atomic_store_n(&s->idle_since_ms, eg_wall_ms(),
-		    __ATOMIC_RELAXED);
-}
-
-struct eg_ring *
-eg_session_event(struct egress *ex, const struct eg_event *ev)
-{
-	struct eg_session *s = ev->sess != NULL ? ev->sess : &ex->def;
-
-	switch (ev->type) {
-	case EGRESS_EV_ALLOW:
-		__atomic_add_fetch(&s->allowed, 1, __ATOMIC_RELAXED);
-		break;
-	case EGRESS_EV_BLOCK:
-		__atomic_add_fetch(&s->blocked, 1, __ATOMIC_RELAXED);
-		break;
-	case EGRESS_EV_FAIL:
-		__atomic_add_fetch(&s->failed, 1, __ATOMIC_RELAXED);
-		break;
-	default:
-		break;
-	}
-	return s->ring;
 }
 
 /* --- the registry -------------------------------------------------------- */
@@ -272,6 +220,7 @@ eg_sess_emit(struct egress *ex, struct eg_session *s, const char *action,
 void
 eg_sessions_own_refresh(struct egress *ex)
 {
+	struct sockaddr_storage adm;
 	struct eg_session *s;
 	struct eg_lsock *tcp;
 	struct eg_ownaddr *own;
@@ -289,7 +238,8 @@ eg_sessions_own_refresh(struct egress *ex)
 	pthread_mutex_unlock(&ex->sesmtx);
 	if (tcp == NULL)
 		return;
-	own = eg_own_build(ex, ex->ls, ex->nls, tcp, n);
+	own = eg_own_build(ex, ex->ls, ex->nls, tcp, n,
+	    eg_admin_tcp_addr(ex, &adm) == 1 ? &adm : NULL);
 	eg_free(tcp);
 	if (own != NULL)
 		eg_own_publish(ex, own);
@@ -441,6 +391,7 @@ eg_sess_alloc(struct egress *ex, const char *name)
 		return NULL;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->refs = 1;		/* the registry's */
+	s->release = eg_sess_free;
 	s->nw = ex->nw;
 	s->created_ms = s->idle_since_ms = eg_wall_ms();
 	s->wconns = eg_calloc(ex->nw ? ex->nw : 1, sizeof(*s->wconns));

@@ -12,21 +12,13 @@
 
 struct egress;
 struct eg_cfg;
-struct eg_event;
 struct eg_label;
 struct eg_redact;
-struct eg_ring;
 struct eg_session;
-struct egress_event;
 struct egress_phase_spec;
 
-/* A connection accepted on one of s's listeners (loop thread): takes a
- * reference and counts it active; detach when it closes (the reference
- * stays until eg_session_unref(), when the connection is freed). */
-void	eg_session_attach(struct eg_session *s);
-void	eg_session_detach(struct eg_session *s);
-void	eg_session_ref(struct eg_session *s);
-void	eg_session_unref(struct eg_session *s);	/* NULL and default ok */
+/* References and counters (attach, ref, unref, event) and
+ * eg_redact_str(): sessref.h. */
 
 /* At creation: the registry holds the session "default". */
 void	eg_sessions_init(struct egress *ex);
@@ -39,11 +31,6 @@ void	eg_sessions_join(struct egress *ex);
 /* egress_free(), after the workers: close every listener (socket files
  * removed) and free every session. */
 void	eg_sessions_free(struct egress *ex);
-
-/* Count an event against its session and pick the ring it goes to (NULL:
- * the default ring).  ev->sess NULL is the default session. */
-struct eg_ring *eg_session_event(struct egress *ex,
-	    const struct eg_event *ev);
 
 /*
  * Reload (under ex->ctl): check that every session that uses the
@@ -86,10 +73,5 @@ struct eg_session *eg_session_get(struct egress *ex, const char *name,
  * session. */
 void	eg_labels_free(struct eg_label *);
 void	eg_redacts_free(struct eg_redact *);
-/* s with every value of r replaced by "[REDACTED]" (ASCII case ignored),
- * written to out (cap bytes); s itself when nothing matched; when the
- * result does not fit, "[REDACTED]" alone (nothing of a value leaks). */
-const char *eg_redact_str(const struct eg_redact *r, const char *s,
-	    char *out, size_t cap);
 
 #endif

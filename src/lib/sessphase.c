@@ -18,6 +18,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "sessref.h"
 #include "sessreg.h"
 #include "worker.h"
 

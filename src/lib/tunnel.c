@@ -18,6 +18,7 @@
 #include "log.h"
 #include "loop.h"
 #include "sni.h"
+#include "worker.h"
 
 #define BUFPOOL_MAX	256
 #define PIPE_BYTES	(256 * 1024)	/* splice pipe capacity */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "session-int.h"
-#include "session.h"
+#include "sessref.h"
 #include "upool.h"
 
 static void	upool_timeout(void *);

@@ -11,7 +11,6 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "cfg.h"
 #include "conn.h"
 #include "core.h"
@@ -19,7 +18,7 @@
 #include "event.h"
 #include "log.h"
 #include "ownaddr.h"
-#include "session.h"
+#include "sessref.h"
 #include "worker.h"
 
 struct eg_client {			/* per-client connection count */
@@ -239,14 +238,16 @@ worker_set_listeners(struct eg_worker *w)
 
 /*
  * A snapshot of egressd's own addresses: the TCP listeners ls and ls2 (as
- * bound; ls2 may be NULL), the admin API's TCP listener, and the
- * interface addresses.  NULL when out of memory.  Without the interface
+ * bound; ls2 may be NULL), the admin API's TCP listener (admin, the
+ * caller's eg_admin_tcp_addr(); NULL: none), and the interface
+ * addresses.  NULL when out of memory.  Without the interface
  * list (getifaddrs() failed) a wildcard listener still covers loopback;
  * the failure is logged.
  */
 struct eg_ownaddr *
 eg_own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
-    const struct eg_lsock *ls2, size_t nls2)
+    const struct eg_lsock *ls2, size_t nls2,
+    const struct sockaddr_storage *admin)
 {
 	struct sockaddr_storage *tcp, *ifs;
 	struct eg_ownaddr *own;
@@ -260,8 +261,8 @@ eg_own_build(struct egress *ex, const struct eg_lsock *ls, size_t nls,
 	for (i = 0; i < nls2; i++)
 		if (ls2[i].kind == EG_LISTEN_TCP)
 			tcp[n++] = ls2[i].ss;
-	if (eg_admin_tcp_addr(ex, &tcp[n]) == 1)
-		n++;
+	if (admin != NULL)
+		tcp[n++] = *admin;
 	if (eg_ownaddr_ifaddrs(&ifs, &nifs) == -1) {
 		eg_log(ex, EGRESS_LOG_WARN, "getifaddrs: %s; loop protection "
 		    "of wildcard listeners covers loopback only",

@@ -1,5 +1,5 @@
 /*
- * worker.h: the worker threads: creating and freeing them, their loop's
+ * worker.h: the worker threads (struct eg_worker): creating and freeing them, their loop's
  * entry point, the snapshot of own addresses they hold, and the commands
  * the control calls run on every loop.  The per-client table (also in
  * worker.c) is declared here too, for conn.c.  Private to libegress.
@@ -7,13 +7,63 @@
 #ifndef EG_WORKER_H
 #define EG_WORKER_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core.h"
 #include "err.h"
 #include "event.h"
+#include "loop.h"
+#include "upool.h"
 
+struct eg_cfg;
+struct eg_conn;
+struct eg_dns;
+struct eg_lio;
 struct eg_ownaddr;
+struct eg_session;
+
+/* A worker thread: its loop, its connections and pools (loop thread
+ * only, unless said). */
+struct eg_worker {
+	struct egress		*ex;
+	unsigned		 idx;
+	pthread_t		 thr;
+	int			 thr_started;
+	struct eg_loop		*loop;
+	struct eg_dns		*dns;
+	struct eg_ownaddr	*own;	/* own addresses: loop thread only */
+	struct eg_cfg		*cfg;	/* a reference on the snapshot new
+					   connections start with (until
+					   their decision): loop thread only */
+	struct eg_lio		*lio;
+	size_t			 nlio;
+	struct eg_lio		*lio_dead;	/* replaced; freed after the
+						   batch (events may name it) */
+	struct eg_lio		*slio;		/* sessions' listeners */
+	struct eg_session	*sdead;		/* released after the batch
+						   (linked by dnext[idx]) */
+	struct eg_lio		*lio_next;	/* a reload's, allocated
+						   before its swap */
+	struct eg_timer		 accept_pause;
+	int			 paused;
+	struct eg_conn		*conns;		/* every live connection */
+	struct eg_conn		*dead;		/* freed after the batch */
+	struct eg_conn		*connpool;	/* freed ones, for reuse */
+	unsigned		 nconnpool;
+	void			*headpool;	/* request head buffers */
+	unsigned		 nheadpool;
+	void			*bufpool;	/* free tunnel buffers */
+	unsigned		 nbufpool;
+	void			*routepool;	/* route.c: idle upstream
+						   connections of routes */
+	int			 pipes[64][2];	/* free splice pipes */
+	unsigned		 npipes;
+	int			 stopped;
+	struct eg_upool		 upool;		/* idle upstream connections */
+	uint8_t			 scratch[65536];
+};
 
 /* ex->cfg->workers loops (0: one per CPU), each with its DNS channel and
  * its interest in ex->ls.  On error ex->nw counts the ones to free. */
@@ -30,11 +80,13 @@ void	eg_clients_free(struct egress *);
 
 /*
  * A snapshot of egressd's own addresses from the listeners ls (and ls2,
- * may be NULL), the admin API's TCP listener and the interface
- * addresses; NULL when out of memory.
+ * may be NULL), the admin API's TCP listener (admin: its bound address,
+ * eg_admin_tcp_addr(); NULL: none) and the interface addresses; NULL
+ * when out of memory.
  */
 struct eg_ownaddr *eg_own_build(struct egress *, const struct eg_lsock *ls,
-	    size_t nls, const struct eg_lsock *ls2, size_t nls2);
+	    size_t nls, const struct eg_lsock *ls2, size_t nls2,
+	    const struct sockaddr_storage *admin);
 
 /* Give own (the caller's reference) to every worker and to ex->own. */
 void	eg_own_publish(struct egress *, struct eg_ownaddr *own);

@@ -11,7 +11,7 @@
 
 #include "audit.h"
 #include "session-int.h"
-#include "session.h"
+#include "sessref.h"
 #include "tap.h"
 
 struct drain {

@@ -16,6 +16,7 @@
 #include "conn-int.h"
 #include "core.h"
 #include "tap.h"
+#include "worker.h"
 
 static struct eg_worker *w;
 static struct eg_conn c;
