@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/sig.h"
 #include "alloc.h"
 #include "proc.h"
 #include "receipt.h"
@@ -117,6 +118,7 @@ tree_empty(void)
 int
 rp_keeper_main(int argc, char *argv[])
 {
+	static const int waited[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 	struct stream s[2];
 	struct rp_exit x;
 	struct signalfd_siginfo si;
@@ -168,12 +170,7 @@ rp_keeper_main(int argc, char *argv[])
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
 	    pipe2(px, O_CLOEXEC) == -1)
 		return 3;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	(void)mc_sig_block(&mask, waited, sizeof(waited) / sizeof(waited[0]));
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd == -1)
 		return 3;
