@@ -37,6 +37,7 @@
 
 #include "../common/sig.h"
 #include "alloc.h"
+#include "clock.h"
 #include "proc.h"
 #include "receipt.h"
 #include "replay.h"
@@ -235,7 +236,7 @@ rp_keeper_main(int argc, char *argv[])
 		}
 		pfd[npfd].fd = px[0];
 		pfd[npfd++].events = POLLIN;
-		now = rp_now_ms();
+		now = eg_wall_ms();
 		t = stage > 0 ? grace : deadline;
 		if (done && stage == 0)
 			t = now + 100;	/* the leftovers: look again soon */
@@ -252,7 +253,7 @@ rp_keeper_main(int argc, char *argv[])
 			if (stage == 0) {
 				eg_rp_kill_descendants(getpid(), SIGTERM);
 				stage = 1;
-				grace = rp_now_ms() + RP_GRACE_MS;
+				grace = eg_wall_ms() + RP_GRACE_MS;
 			}
 		}
 		for (i = 0; i < 2; i++)
@@ -266,7 +267,7 @@ rp_keeper_main(int argc, char *argv[])
 			px[0] = -1;
 		}
 		reap_all(child, &status, &done);
-		now = rp_now_ms();
+		now = eg_wall_ms();
 		if (stage == 0 && !done && deadline > 0 && now >= deadline) {
 			snprintf(x.termination, sizeof(x.termination),
 			    "timeout");
