@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "err.h"
 
 struct eg_loop;
@@ -50,9 +51,7 @@ uint64_t	 eg_loop_rounds(const struct eg_loop *);
 void		 eg_loop_set_after(struct eg_loop *, void (*)(void *), void *);
 
 uint64_t	 eg_loop_now(const struct eg_loop *);	/* cached, ms */
-uint64_t	 eg_clock_ms(void);			/* monotonic, ms */
-int64_t		 eg_wall_ms(void);			/* wall clock, ms */
-uint64_t	 eg_clock_us(void);			/* monotonic, us */
+/* eg_clock_ms(), eg_wall_ms(), eg_clock_us(): clock.h */
 
 void		 eg_io_init(struct eg_io *, int fd, eg_io_fn *, void *);
 /* Set the interest of io to events; 0 removes it from epoll (as

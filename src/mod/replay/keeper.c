@@ -35,7 +35,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/sig.h"
 #include "alloc.h"
+#include "clock.h"
 #include "proc.h"
 #include "receipt.h"
 #include "replay.h"
@@ -117,6 +119,7 @@ tree_empty(void)
 int
 rp_keeper_main(int argc, char *argv[])
 {
+	static const int waited[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 	struct stream s[2];
 	struct rp_exit x;
 	struct signalfd_siginfo si;
@@ -168,12 +171,7 @@ rp_keeper_main(int argc, char *argv[])
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
 	    pipe2(px, O_CLOEXEC) == -1)
 		return 3;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	(void)mc_sig_block(&mask, waited, sizeof(waited) / sizeof(waited[0]));
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd == -1)
 		return 3;
@@ -238,7 +236,7 @@ rp_keeper_main(int argc, char *argv[])
 		}
 		pfd[npfd].fd = px[0];
 		pfd[npfd++].events = POLLIN;
-		now = rp_now_ms();
+		now = eg_wall_ms();
 		t = stage > 0 ? grace : deadline;
 		if (done && stage == 0)
 			t = now + 100;	/* the leftovers: look again soon */
@@ -255,7 +253,7 @@ rp_keeper_main(int argc, char *argv[])
 			if (stage == 0) {
 				eg_rp_kill_descendants(getpid(), SIGTERM);
 				stage = 1;
-				grace = rp_now_ms() + RP_GRACE_MS;
+				grace = eg_wall_ms() + RP_GRACE_MS;
 			}
 		}
 		for (i = 0; i < 2; i++)
@@ -269,7 +267,7 @@ rp_keeper_main(int argc, char *argv[])
 			px[0] = -1;
 		}
 		reap_all(child, &status, &done);
-		now = rp_now_ms();
+		now = eg_wall_ms();
 		if (stage == 0 && !done && deadline > 0 && now >= deadline) {
 			snprintf(x.termination, sizeof(x.termination),
 			    "timeout");

@@ -15,16 +15,8 @@
 
 #include "../common/fsutil.h"
 #include "alloc.h"
+#include "clock.h"
 #include "receipt.h"
-
-int64_t
-rp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void
 rp_ts_of(int64_t ms, char out[RP_TS_MAX])
@@ -41,7 +33,7 @@ rp_ts_of(int64_t ms, char out[RP_TS_MAX])
 void
 rp_ts_now(char out[RP_TS_MAX])
 {
-	rp_ts_of(rp_now_ms(), out);
+	rp_ts_of(eg_wall_ms(), out);
 }
 
 int64_t

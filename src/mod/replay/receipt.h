@@ -88,7 +88,6 @@ struct rp_exit {
 void	rp_ts_now(char out[RP_TS_MAX]);
 void	rp_ts_of(int64_t ms, char out[RP_TS_MAX]);
 int64_t	rp_ts_parse(const char *ts);	/* ms, or -1 */
-int64_t	rp_now_ms(void);
 
 /* "prepared", ...; "" for RP_SS_NONE.  The string's state, RP_SS_NONE
  * when it names none. */

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "proc.h"
 #include "receipt.h"
 #include "replay.h"
@@ -67,7 +68,7 @@ static void
 secs(const char *a, const char *b, char *out, size_t len)
 {
 	int64_t s = rp_ts_parse(a), e = b[0] != '\0' ? rp_ts_parse(b) :
-	    rp_now_ms();
+	    eg_wall_ms();
 
 	if (s < 0 || e < s)
 		snprintf(out, len, "-");

@@ -46,6 +46,7 @@
 #include "../common/fsutil.h"
 #include "../common/procwalk.h"
 #include "alloc.h"
+#include "clock.h"
 #include "capture.h"
 #include "plan.h"
 #include "proc.h"
@@ -687,7 +688,7 @@ launch_step(struct job *j, size_t i, int stepfd, struct rp_receipt *r)
 	atomic_store(&j->cur, (int)i);
 	j->cnt_valid[i] = 1;
 
-	now = rp_now_ms();
+	now = eg_wall_ms();
 	if (st->timeout > 0)
 		deadline = now + (int64_t)st->timeout * 1000;
 	if (j->run.deadline > 0) {
@@ -952,7 +953,7 @@ rp_job_main(void *arg)
 			}
 		} else if (unresolved) {
 			/* after an unresolved step nothing is decided */
-		} else if (deadline > 0 && rp_now_ms() >= deadline) {
+		} else if (deadline > 0 && eg_wall_ms() >= deadline) {
 			never_run(j, i, stepfd, &r, "not_started_deadline");
 			deadline_hit = 1;
 		} else if (stop) {

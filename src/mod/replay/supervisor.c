@@ -34,6 +34,7 @@
 #include "module.h"
 #include "../common/fsutil.h"
 #include "../common/proxylog.h"
+#include "../common/sig.h"
 #include "alloc.h"
 #include "capture.h"
 #include "plan.h"
@@ -665,14 +666,10 @@ summary(const struct job *j)
 static void
 block_signals(void)
 {
+	static const int waited[] = { SIGINT, SIGTERM, SIGUSR1, SIGHUP };
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGUSR1);
-	sigaddset(&mask, SIGHUP);
-	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	(void)mc_sig_block(&mask, waited, sizeof(waited) / sizeof(waited[0]));
 	(void)signal(SIGPIPE, SIG_IGN);
 }
 

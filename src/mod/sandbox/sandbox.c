@@ -29,6 +29,7 @@
 
 #include "run.h"
 #include "../common/procwalk.h"
+#include "../common/sig.h"
 
 static double
 now_s(void)
@@ -270,6 +271,7 @@ supervise(struct run_state *st, const char *execpath, char *const *argv,
 static int
 run_main(int argc, char *argv[])
 {
+	static const int waited[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
 	struct run_state st;
 	struct mc_strv envp = { 0 }, cargv = { 0 }, xargv = { 0 };
 	struct stat sst;
@@ -340,12 +342,8 @@ run_main(int argc, char *argv[])
 	}
 
 	/* signals become events; threads started from here inherit this */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+	if (mc_sig_block(&mask, waited, sizeof(waited) / sizeof(waited[0])) ==
+	    -1)
 		goto done;
 	(void)signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
