@@ -41,6 +41,9 @@ main(void)
 		printf("1..0 # SKIP no subreaper or pipes\n");
 		return 0;
 	}
+	/* nothing buffered for a child to write again (TSan's _exit()
+	 * flushes stdio) */
+	fflush(stdout);
 	if ((c = fork()) == -1)
 		return 1;
 	if (c == 0) {
@@ -102,6 +105,7 @@ main(void)
 	/* a child: descriptors from 3 up close-on-exec, 0-2 left alone */
 	if (pipe(pc) == -1)
 		return 1;
+	fflush(stdout);
 	if ((c = fork()) == 0) {
 		int bad = 0;
 
