@@ -539,6 +539,25 @@ static void
 out_text_val(struct eg_buf *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
+	/* 1: a byte kept as it is: '!'..'~' but '"' and '\' */
+	static const uint8_t plain[256] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	};
 	const char *run;
 	char e[4];
 	unsigned char ch;
@@ -548,9 +567,9 @@ out_text_val(struct eg_buf *o, const char *s)
 		return;
 	}
 	for (;;) {
-		for (run = s; (ch = (unsigned char)*s) > ' ' && ch < 0x7f &&
-		    ch != '\\' && ch != '"'; s++)
+		for (run = s; plain[(unsigned char)*s]; s++)
 			;
+		ch = (unsigned char)*s;
 		out_raw(o, run, (size_t)(s - run));
 		if (ch == '\0')
 			return;
@@ -619,31 +638,48 @@ out_ts(struct eg_buf *o, int64_t ms)
 }
 
 /* One key=value (text) or ,"key":value (JSON); NULL strings are skipped. */
+/* ,"key": or " key=" (the keys are this file's short names) in kv[]:
+ * its length; kv has room for the key, 4 bytes and EG_U64_DIGITS */
+static size_t
+kv_key(char *kv, size_t cap, int json, const char *k)
+{
+	size_t n = 0, max = cap - 4 - EG_U64_DIGITS;
+
+	if (json)
+		kv[n++] = ',';
+	kv[n++] = json ? '"' : ' ';
+	while (*k != '\0' && n < max)
+		kv[n++] = *k++;
+	if (json)
+		kv[n++] = '"';
+	kv[n++] = json ? ':' : '=';
+	return n;
+}
+
 static void
 kv_str(struct eg_buf *o, int json, const char *k, const char *v)
 {
+	char kv[48];
+
 	if (v == NULL)
 		return;
-	if (json) {
-		out_raw(o, ",\"", 2);
-		out_str(o, k);
-		out_raw(o, "\":", 2);
+	out_raw(o, kv, kv_key(kv, sizeof(kv), json, k));
+	if (json)
 		out_json_str(o, v);
-	} else {
-		out_raw(o, " ", 1);
-		out_str(o, k);
-		out_raw(o, "=", 1);
+	else
 		out_text_val(o, v);
-	}
 }
 
 static void
 kv_u64(struct eg_buf *o, int json, const char *k, uint64_t v)
 {
-	out_raw(o, json ? ",\"" : " ", json ? 2 : 1);
-	out_str(o, k);
-	out_raw(o, json ? "\":" : "=", json ? 2 : 1);
-	out_u64(o, v);
+	char kv[48 + EG_U64_DIGITS], d[EG_U64_DIGITS];
+	const char *p;
+	size_t n = kv_key(kv, sizeof(kv), json, k), nd;
+
+	nd = eg_u64_text(d, v, &p);
+	memcpy(kv + n, p, nd);
+	out_raw(o, kv, n + nd);
 }
 
 size_t
