@@ -874,9 +874,9 @@ static const size_t ring_strs[] = {
 	offsetof(struct egress_event, exe),
 };
 
-/* The event, kept as it is (its JSON is made when it is read); one whose
- * strings are longer than a line is kept as its JSON line, so an entry
- * stays within a line's size. */
+/* The event, kept as it is (its JSON is made when it is read); one that
+ * takes more than a line with its strings is kept as its JSON line, so
+ * an entry stays within a line's size (EG_AUDIT_LINE, as the JSON). */
 static void
 ring_push_event(struct eg_ring *a, const struct egress_event *ev)
 {
@@ -892,7 +892,7 @@ ring_push_event(struct eg_ring *a, const struct egress_event *ev)
 		len[i] = v != NULL ? strlen(v) + 1 : 0;
 		n += len[i];
 	}
-	if (n > sizeof(*ev) + EG_AUDIT_LINE) {
+	if (n > EG_AUDIT_LINE) {
 		ring_push(a, line, eg_audit_format(ev, 1, line, sizeof(line)));
 		return;
 	}
