@@ -539,24 +539,10 @@ static void
 out_text_val(struct eg_buf *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
-	/* 1: a byte kept as it is: '!'..'~' but '"' and '\' */
-	static const uint8_t plain[256] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	/* a bit per byte kept as it is: '!'..'~' but '"' and '\' (none
+	 * from 128 up) */
+	static const uint64_t plain[2] = {
+		0xfffffffa00000000ULL, 0x7fffffffefffffffULL
 	};
 	const char *run;
 	char e[4];
@@ -567,9 +553,9 @@ out_text_val(struct eg_buf *o, const char *s)
 		return;
 	}
 	for (;;) {
-		for (run = s; plain[(unsigned char)*s]; s++)
+		for (run = s; (ch = (unsigned char)*s) < 128 &&
+		    (plain[ch >> 6] >> (ch & 63) & 1); s++)
 			;
-		ch = (unsigned char)*s;
 		out_raw(o, run, (size_t)(s - run));
 		if (ch == '\0')
 			return;
