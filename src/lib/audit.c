@@ -23,12 +23,22 @@
 #include "audit.h"
 #include "buf.h"
 
+/*
+ * A ring entry is kept in the cheap form: the event itself, its strings
+ * copied after it (rec = 1), made into JSON only when /v1/audit reads it.
+ * An event whose strings are longer than a line, or whose JSON line was
+ * made anyway (a JSON log), is kept as that line (rec = 0).  buf is
+ * reused by the next entry of the slot when it is big enough.
+ */
 struct ring_slot {
 	uint64_t	 seq;
-	char		*json;		/* without the newline */
+	char		*buf;		/* rec: struct egress_event + strings;
+					   else the JSON, without newline */
+	size_t		 size;		/* allocated */
+	int		 rec;
 };
 
-struct eg_ring {			/* recent events as JSON (audit.h) */
+struct eg_ring {			/* recent events (audit.h) */
 	pthread_mutex_t	 mtx;
 	struct ring_slot *ring;
 	unsigned	 nring;		/* its size, once full */
@@ -482,7 +492,7 @@ eg_audit_close(struct eg_audit *a)
 	if (a->fd > STDERR_FILENO)
 		close(a->fd);
 	for (i = 0; i < a->rg.cap; i++)
-		eg_free(a->rg.ring[i].json);
+		eg_free(a->rg.ring[i].buf);
 	eg_free(a->rg.ring);
 	eg_free(a->path);
 	pthread_mutex_destroy(&a->rg.mtx);
@@ -529,6 +539,11 @@ static void
 out_text_val(struct eg_buf *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
+	/* a bit per byte kept as it is: '!'..'~' but '"' and '\' (none
+	 * from 128 up) */
+	static const uint64_t plain[2] = {
+		0xfffffffa00000000ULL, 0x7fffffffefffffffULL
+	};
 	const char *run;
 	char e[4];
 	unsigned char ch;
@@ -538,8 +553,8 @@ out_text_val(struct eg_buf *o, const char *s)
 		return;
 	}
 	for (;;) {
-		for (run = s; (ch = (unsigned char)*s) > ' ' && ch < 0x7f &&
-		    ch != '\\' && ch != '"'; s++)
+		for (run = s; (ch = (unsigned char)*s) < 128 &&
+		    (plain[ch >> 6] >> (ch & 63) & 1); s++)
 			;
 		out_raw(o, run, (size_t)(s - run));
 		if (ch == '\0')
@@ -609,31 +624,48 @@ out_ts(struct eg_buf *o, int64_t ms)
 }
 
 /* One key=value (text) or ,"key":value (JSON); NULL strings are skipped. */
+/* ,"key": or " key=" (the keys are this file's short names) in kv[]:
+ * its length; kv has room for the key, 4 bytes and EG_U64_DIGITS */
+static size_t
+kv_key(char *kv, size_t cap, int json, const char *k)
+{
+	size_t n = 0, max = cap - 4 - EG_U64_DIGITS;
+
+	if (json)
+		kv[n++] = ',';
+	kv[n++] = json ? '"' : ' ';
+	while (*k != '\0' && n < max)
+		kv[n++] = *k++;
+	if (json)
+		kv[n++] = '"';
+	kv[n++] = json ? ':' : '=';
+	return n;
+}
+
 static void
 kv_str(struct eg_buf *o, int json, const char *k, const char *v)
 {
+	char kv[48];
+
 	if (v == NULL)
 		return;
-	if (json) {
-		out_raw(o, ",\"", 2);
-		out_str(o, k);
-		out_raw(o, "\":", 2);
+	out_raw(o, kv, kv_key(kv, sizeof(kv), json, k));
+	if (json)
 		out_json_str(o, v);
-	} else {
-		out_raw(o, " ", 1);
-		out_str(o, k);
-		out_raw(o, "=", 1);
+	else
 		out_text_val(o, v);
-	}
 }
 
 static void
 kv_u64(struct eg_buf *o, int json, const char *k, uint64_t v)
 {
-	out_raw(o, json ? ",\"" : " ", json ? 2 : 1);
-	out_str(o, k);
-	out_raw(o, json ? "\":" : "=", json ? 2 : 1);
-	out_u64(o, v);
+	char kv[48 + EG_U64_DIGITS], d[EG_U64_DIGITS];
+	const char *p;
+	size_t n = kv_key(kv, sizeof(kv), json, k), nd;
+
+	nd = eg_u64_text(d, v, &p);
+	memcpy(kv + n, p, nd);
+	out_raw(o, kv, n + nd);
 }
 
 size_t
@@ -765,28 +797,108 @@ ring_grow(struct eg_ring *a)
 	a->cap = ncap;
 }
 
+/* The slot the next entry goes to, with at least n bytes (under mtx);
+ * NULL (nothing changed) when there is none. */
+static struct ring_slot *
+ring_next(struct eg_ring *a, size_t n)
+{
+	struct ring_slot *s;
+	char *nb;
+
+	if (a->seq >= a->cap && a->cap < a->nring)
+		ring_grow(a);
+	if (a->cap == 0)
+		return NULL;
+	s = &a->ring[a->seq % a->cap];
+	if (s->size < n) {
+		if ((nb = eg_malloc(n)) == NULL)
+			return NULL;
+		eg_free(s->buf);
+		s->buf = nb;
+		s->size = n;
+	}
+	return s;
+}
+
+/* A JSON line (n bytes with its newline). */
 static void
 ring_push(struct eg_ring *a, const char *line, size_t n)
 {
 	struct ring_slot *s;
-	char *copy;
 
-	if ((copy = eg_malloc(n)) == NULL)
-		return;
-	memcpy(copy, line, n - 1);
-	copy[n - 1] = '\0';
 	pthread_mutex_lock(&a->mtx);
-	if (a->seq >= a->cap && a->cap < a->nring)
-		ring_grow(a);
-	if (a->cap == 0) {
-		pthread_mutex_unlock(&a->mtx);
-		eg_free(copy);
+	if ((s = ring_next(a, n)) != NULL) {
+		memcpy(s->buf, line, n - 1);
+		s->buf[n - 1] = '\0';
+		s->rec = 0;
+		s->seq = ++a->seq;
+	}
+	pthread_mutex_unlock(&a->mtx);
+}
+
+/* the string members of struct egress_event */
+static const size_t ring_strs[] = {
+	offsetof(struct egress_event, host),
+	offsetof(struct egress_event, phase),
+	offsetof(struct egress_event, session),
+	offsetof(struct egress_event, client),
+	offsetof(struct egress_event, method),
+	offsetof(struct egress_event, addr),
+	offsetof(struct egress_event, rule),
+	offsetof(struct egress_event, reason),
+	offsetof(struct egress_event, report),
+	offsetof(struct egress_event, end),
+	offsetof(struct egress_event, sni),
+	offsetof(struct egress_event, from),
+	offsetof(struct egress_event, by),
+	offsetof(struct egress_event, action),
+	offsetof(struct egress_event, step),
+	offsetof(struct egress_event, route),
+	offsetof(struct egress_event, path),
+	offsetof(struct egress_event, cred),
+	offsetof(struct egress_event, pid),
+	offsetof(struct egress_event, exe),
+};
+
+/* The event, kept as it is (its JSON is made when it is read); one that
+ * takes more than a line with its strings is kept as its JSON line, so
+ * an entry stays within a line's size (EG_AUDIT_LINE, as the JSON). */
+static void
+ring_push_event(struct eg_ring *a, const struct egress_event *ev)
+{
+	char line[EG_AUDIT_LINE];
+	size_t len[nitems(ring_strs)], n = sizeof(*ev), i;
+	const char *v;
+	struct egress_event *c;
+	struct ring_slot *s;
+	char *p;
+
+	for (i = 0; i < nitems(ring_strs); i++) {
+		memcpy(&v, (const char *)ev + ring_strs[i], sizeof(v));
+		len[i] = v != NULL ? strlen(v) + 1 : 0;
+		n += len[i];
+	}
+	if (n > EG_AUDIT_LINE) {
+		ring_push(a, line, eg_audit_format(ev, 1, line, sizeof(line)));
 		return;
 	}
-	s = &a->ring[a->seq % a->cap];
-	eg_free(s->json);
-	s->json = copy;
-	s->seq = ++a->seq;
+	pthread_mutex_lock(&a->mtx);
+	if ((s = ring_next(a, n)) != NULL) {
+		c = (struct egress_event *)(void *)s->buf;
+		*c = *ev;
+		p = s->buf + sizeof(*ev);
+		for (i = 0; i < nitems(ring_strs); i++) {
+			if (len[i] == 0)
+				continue;
+			memcpy(&v, (const char *)ev + ring_strs[i],
+			    sizeof(v));
+			memcpy(p, v, len[i]);
+			memcpy((char *)c + ring_strs[i], &p, sizeof(p));
+			p += len[i];
+		}
+		s->rec = 1;
+		s->seq = ++a->seq;
+	}
 	pthread_mutex_unlock(&a->mtx);
 }
 
@@ -898,8 +1010,8 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 
 	if (change != NULL)
 		*change = 0;
-	/* the ring holds JSON: with a JSON log, the same line is written */
-	if (rg->nring > 0 || json)
+	/* a JSON log: the line is made once, for the log and the ring */
+	if (json)
 		n = nj = eg_audit_format(ev, 1, line, sizeof(line));
 	if (fd != -1 && a->chain != NULL) {
 		rc = emit_chained(a, ev, json ? line : NULL, nj);
@@ -930,8 +1042,12 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 	}
 	/* an ALLOW that is not in the log is not a decision: the caller
 	 * refuses instead, and that refusal is what the ring records */
-	if (rg->nring > 0 && (rc == 0 || ev->type != EGRESS_EV_ALLOW))
-		ring_push(rg, line, nj);
+	if (rg->nring > 0 && (rc == 0 || ev->type != EGRESS_EV_ALLOW)) {
+		if (nj > 0)
+			ring_push(rg, line, nj);
+		else
+			ring_push_event(rg, ev);
+	}
 	return rc;
 }
 
@@ -971,7 +1087,7 @@ eg_ring_free(struct eg_ring *r)
 	if (r == NULL)
 		return;
 	for (i = 0; i < r->cap; i++)
-		eg_free(r->ring[i].json);
+		eg_free(r->ring[i].buf);
 	eg_free(r->ring);
 	pthread_mutex_destroy(&r->mtx);
 	eg_free(r);
@@ -985,6 +1101,8 @@ eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
 	uint64_t first, seq;
 	unsigned n = 0;
 	struct ring_slot *s;
+	char line[EG_AUDIT_LINE];
+	const char *j;
 	size_t need;
 
 	if (cap < 3)
@@ -1005,19 +1123,28 @@ eg_ring_json(struct eg_ring *a, uint64_t since, unsigned limit, char *buf,
 		if (limit && n >= limit)
 			break;
 		s = &a->ring[(seq - 1) % a->cap];
-		if (s->seq != seq || s->json == NULL || s->json[0] != '{')
+		if (s->seq != seq || s->buf == NULL)
+			continue;
+		j = s->buf;
+		if (s->rec) {
+			need = eg_audit_format((const struct egress_event *)
+			    (const void *)s->buf, 1, line, sizeof(line));
+			line[need - 1] = '\0';	/* the newline */
+			j = line;
+		}
+		if (j[0] != '{')
 			continue;
 		/* whole objects only: stop when the next one would not fit */
-		need = strlen(s->json) + 32;
+		need = strlen(j) + 32;
 		if (eg_buf_room(&o) <= need + 1)
 			break;
 		if (n++)
 			out_raw(&o, ",", 1);
 		out_raw(&o, "{\"seq\":", 7);
 		out_u64(&o, seq);
-		if (s->json[1] != '}')
+		if (j[1] != '}')
 			out_raw(&o, ",", 1);
-		out_str(&o, s->json + 1);
+		out_str(&o, j + 1);
 	}
 	pthread_mutex_unlock(&a->mtx);
 	out_raw(&o, "]", 1);

@@ -32,21 +32,39 @@ struct hdr_info {
 				   with '_' for '-' */
 };
 
+/* Per byte: 1 RFC 9110 tchar, 2 a field value's byte (HT, SP, VCHAR,
+ * obs-text). */
+static const uint8_t byte_class[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	2, 3, 2, 3, 3, 3, 3, 3, 2, 2, 3, 3, 2, 3, 3, 2,
+	3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2,
+	2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+	3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 3, 3,
+	3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+	3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 3, 2, 3, 0,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
 /* RFC 9110 tchar. */
 static int
 is_tchar(uint8_t c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return byte_class[c] & 1;
 }
 
 /* A byte allowed in a field value or reason phrase: HT, SP, VCHAR, obs-text. */
 static int
 is_vbyte(uint8_t c)
 {
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
+	return byte_class[c] & 2;
 }
 
 static int
@@ -69,12 +87,11 @@ ieq(const uint8_t *p, size_t n, const char *s)
 {
 	size_t i;
 
-	if (strlen(s) != n)
-		return 0;
+	/* s's NUL differs from every lower-case byte but NUL itself */
 	for (i = 0; i < n; i++)
-		if (lc(p[i]) != (uint8_t)s[i])
+		if (s[i] == '\0' || lc(p[i]) != (uint8_t)s[i])
 			return 0;
-	return 1;
+	return s[n] == '\0';
 }
 
 /*
@@ -133,6 +150,8 @@ find_eol(const uint8_t *buf, size_t len, size_t off, size_t *eol)
 	size_t i;
 
 	for (i = off; i < len; i++) {
+		if (buf[i] > '\r')
+			continue;
 		if (buf[i] == '\n')
 			return -1;
 		if (buf[i] == '\r') {
@@ -148,11 +167,34 @@ find_eol(const uint8_t *buf, size_t len, size_t off, size_t *eol)
 enum eg_parse
 eg_head_scan(const uint8_t *buf, size_t len, size_t *scan, size_t *head_len)
 {
+	const uint64_t ones = 0x0101010101010101ULL;
+	const uint64_t high = 0x8080808080808080ULL;
+	uint64_t w, d;
 	size_t i;
 	uint8_t c;
 
 	for (i = *scan; i < len; i++) {
+		/* a run of bytes that are neither control bytes (< 0x20)
+		 * nor DEL, 8 at a time: nothing to decide in it */
+		while (len - i >= 8) {
+			memcpy(&w, buf + i, 8);
+			d = w ^ (ones * 0x7f);		/* DEL: 0 */
+			w = (((w - ones * 0x20) & ~w) | ((d - ones) & ~d)) &
+			    high;
+			if (w != 0) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				/* the first flagged byte is one */
+				i += (size_t)__builtin_ctzll(w) / 8;
+#endif
+				break;
+			}
+			i += 8;
+		}
+		if (i == len)
+			break;
 		c = buf[i];
+		if (c >= 0x20 && c != 0x7f)
+			continue;
 		if (c == '\r') {
 			if (i + 1 == len) {
 				*scan = i;	/* decide when LF can be seen */
@@ -280,6 +322,22 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 	hi->content_length = -1;
 	*nhdr = 0;
 	for (;;) {
+		/*
+		 * The common line at once: a token, ':', value bytes, CRLF
+		 * (i at the ':', eol at the CR).  Anything else is taken
+		 * again step by step below, which says what is wrong.
+		 */
+		for (i = off; i < len && is_tchar(buf[i]); i++)
+			;
+		if (i > off && i < len && buf[i] == ':' &&
+		    *nhdr < EG_MAX_HEADERS) {
+			for (eol = i + 1; eol < len && is_vbyte(buf[eol]);
+			    eol++)
+				;
+			if (eol + 1 < len && buf[eol] == '\r' &&
+			    buf[eol + 1] == '\n')
+				goto line;
+		}
 		if (find_eol(buf, len, off, &eol) == -1)
 			return bad(why, "bad line ending");
 		if (eol == off)
@@ -301,12 +359,14 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 		}
 		if (nlen == 0)
 			return bad(why, "empty header name");
-		vs = i + 1;
-		ve = eol;
-		for (i = vs; i < ve; i++)
-			if (!is_vbyte(buf[i]))
+		for (vs = i + 1; vs < eol; vs++)
+			if (!is_vbyte(buf[vs]))
 				return bad(why,
 				    "bad character in header value");
+line:
+		nlen = i - off;
+		vs = i + 1;
+		ve = eol;
 		while (vs < ve && is_ows(buf[vs]))
 			vs++;
 		while (ve > vs && is_ows(buf[ve - 1]))
@@ -319,13 +379,15 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 		name = buf + off;
 		val = buf + vs;
 
-		if (ieq(name, nlen, "content-length")) {
+		/* the names that matter, by their length first */
+		if (nlen == 14 && ieq(name, nlen, "content-length")) {
 			hi->ncl++;
 			if (hi->ncl > 1)
 				return bad(why, "duplicate Content-Length");
 			if (parse_clen(val, ve - vs, &hi->content_length) == -1)
 				return bad(why, "bad Content-Length");
-		} else if (ieq(name, nlen, "transfer-encoding")) {
+		} else if (nlen == 17 &&
+		    ieq(name, nlen, "transfer-encoding")) {
 			hi->nte++;
 			if (hi->nte > 1)
 				return bad(why,
@@ -334,15 +396,17 @@ parse_headers(const uint8_t *buf, size_t len, size_t off, struct eg_hdr *hdr,
 				return bad(why,
 				    "unsupported Transfer-Encoding");
 			hi->chunked = 1;
-		} else if (ieq(name, nlen, "host")) {
+		} else if (nlen == 4 && ieq(name, nlen, "host")) {
 			hi->nhost++;
 			if (hi->nhost > 1)
 				return bad(why, "duplicate Host");
 			hi->host_idx = *nhdr - 1;
-		} else if (ieq(name, nlen, "connection")) {
+		} else if (nlen == 10 && ieq(name, nlen, "connection")) {
 			if (conn_tokens(val, ve - vs, hi, NULL, 0) == -1)
 				return bad(why, "bad Connection header");
-		} else if (hi->underscore == NULL)
+		} else if (hi->underscore == NULL && (nlen == 14 ||
+		    nlen == 17))	/* the two names underscore_framing()
+					   knows */
 			hi->underscore = underscore_framing(name, nlen);
 		off = eol + 2;
 	}
@@ -491,7 +555,11 @@ eg_req_parse(const uint8_t *buf, size_t len, struct eg_req *req,
 	enum eg_parse r;
 	size_t eol, i, ml, toff, tl;
 
-	memset(req, 0, sizeof(*req));
+	/* all but hdr[], which is written up to nhdr (3 KiB: most of
+	 * the struct) */
+	memset(req, 0, offsetof(struct eg_req, hdr));
+	memset(&req->hdr[EG_MAX_HEADERS], 0, sizeof(*req) -
+	    offsetof(struct eg_req, hdr[EG_MAX_HEADERS]));
 	req->content_length = -1;
 	if (why != NULL)
 		*why = NULL;
@@ -572,7 +640,8 @@ eg_resp_parse(const uint8_t *buf, size_t len, struct eg_resp *resp,
 	enum eg_parse r;
 	size_t eol, i;
 
-	memset(resp, 0, sizeof(*resp));
+	/* all but hdr[] (the last member), written up to nhdr */
+	memset(resp, 0, offsetof(struct eg_resp, hdr));
 	resp->content_length = -1;
 	if (why != NULL)
 		*why = NULL;
@@ -626,13 +695,16 @@ hop_by_hop(const uint8_t *buf, const struct eg_hdr *hdr, size_t nhdr,
 	const uint8_t *name = buf + h->name_off;
 	size_t i;
 
-	for (i = 0; i < nitems(fixed); i++)
-		if (ieq(name, h->name_len, fixed[i]))
-			return 1;
+	/* ieq() is false unless the lengths are equal: 2, 7 or 10 */
+	if (h->name_len == 2 || h->name_len == 7 || h->name_len == 10)
+		for (i = 0; i < nitems(fixed); i++)
+			if (ieq(name, h->name_len, fixed[i]))
+				return 1;
 	if (h->name_len >= 6 && ieq(name, 6, "proxy-"))
 		return 1;
 	for (i = 0; i < nhdr; i++) {
-		if (!ieq(buf + hdr[i].name_off, hdr[i].name_len, "connection"))
+		if (hdr[i].name_len != 10 || !ieq(buf + hdr[i].name_off,
+		    hdr[i].name_len, "connection"))
 			continue;
 		if (conn_tokens(buf + hdr[i].value_off, hdr[i].value_len,
 		    NULL, name, h->name_len) == 1)
@@ -661,8 +733,8 @@ put_headers(struct eg_buf *o, const uint8_t *buf, const struct eg_hdr *hdr,
 	for (i = 0; i < nhdr; i++) {
 		if (hop_by_hop(buf, hdr, nhdr, &hdr[i]))
 			continue;
-		if (skip_host && ieq(buf + hdr[i].name_off, hdr[i].name_len,
-		    "host"))
+		if (skip_host && hdr[i].name_len == 4 &&
+		    ieq(buf + hdr[i].name_off, hdr[i].name_len, "host"))
 			continue;
 		eg_buf_add(o, buf + hdr[i].name_off, hdr[i].name_len);
 		eg_buf_str(o, ": ");

@@ -146,7 +146,11 @@ rt_new(struct eg_worker *w, size_t rcap)
 		rt = up->spare[--up->nspare];
 	else if ((rt = eg_malloc(sizeof(*rt) + rcap)) == NULL)
 		return NULL;
-	memset(rt, 0, sizeof(*rt));
+	/* all but resp.hdr[] (3 KiB), which eg_resp_parse() writes up to
+	 * resp.nhdr */
+	memset(rt, 0, offsetof(struct eg_rt, resp.hdr));
+	memset(&rt->resp.hdr[EG_MAX_HEADERS], 0, sizeof(*rt) -
+	    offsetof(struct eg_rt, resp.hdr[EG_MAX_HEADERS]));
 	rt->rcap = rcap;
 	return rt;
 }
