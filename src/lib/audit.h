@@ -1,7 +1,8 @@
 /*
  * audit.h: the audit log.  Only audit.c formats audit lines.  Each line
  * is built in a stack buffer and written with one write(2); the most
- * recent events are also kept, as JSON, in a ring for GET /v1/audit.
+ * recent events are also kept in a ring for GET /v1/audit (each as the
+ * event and its strings; the JSON is made when the ring is read).
  */
 #ifndef EG_AUDIT_H
 #define EG_AUDIT_H
