@@ -217,8 +217,9 @@ void	eg_conn_policy_close(struct eg_conn *, enum eg_end);
 int	eg_conn_budget_check(struct eg_conn *);
 /* For route.c, with egress.lock held: a request about to be allowed
  * takes one of budget_requests, or is refused (its BLOCK line written,
- * the 429's body in body: 1); then the lease on the byte budgets. */
-int	eg_conn_budget_refused_locked(struct eg_conn *, char *body,
+ * its refusal returned and its body written in body; EG_RF_COUNT when
+ * allowed); then the lease on the byte budgets. */
+enum eg_refusal	eg_conn_budget_refused_locked(struct eg_conn *, char *body,
 	    size_t len);
 void	eg_conn_budget_lease_locked(struct eg_conn *);
 /* The shorter of idle_timeout and, once a side has ended, fin_timeout. */
@@ -247,8 +248,9 @@ enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
  * eg_conn_refusal_arg(): the fields of a refusal, zeroed but {target}
  * (c's host and port).  eg_conn_deny_rf(): refusal rf of reason.c's
  * table, its BLOCK or FAIL line then its reply; eg_conn_refuse_rf():
- * the reply only (the line is written).  eg_conn_refuse() and eg_conn_deny() take a body written by
- * the caller, for route.c until it names its refusals.
+ * the reply only (the line is written).  eg_conn_refuse_body(): the
+ * reply of rf with its body written already (under the lock, by
+ * eg_conn_budget_refused_locked()).
  */
 void	eg_conn_refusal_arg(const struct eg_conn *,
 	    struct eg_refusal_arg *);
@@ -256,10 +258,8 @@ void	eg_conn_deny_rf(struct eg_conn *, enum eg_refusal,
 	    const struct eg_refusal_arg *);
 void	eg_conn_refuse_rf(struct eg_conn *, enum eg_refusal,
 	    const struct eg_refusal_arg *);
-void	eg_conn_refuse(struct eg_conn *, enum eg_reason, int status,
+void	eg_conn_refuse_body(struct eg_conn *, enum eg_refusal,
 	    const char *body);
-void	eg_conn_deny(struct eg_conn *, enum egress_event_type,
-	    enum eg_reason, int status, const char *body);
 void	eg_conn_fail(struct eg_conn *, enum eg_reason);
 void	eg_conn_event(struct eg_conn *, struct eg_event *,
 	    enum egress_event_type);

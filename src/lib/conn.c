@@ -1931,25 +1931,10 @@ eg_conn_refuse_rf(struct eg_conn *c, enum eg_refusal rf,
 	conn_refuse(c, rf, a);
 }
 
-/*
- * The same with a body written by the caller: route.c's until it names
- * its refusals (then these two go).
- */
 void
-eg_conn_refuse(struct eg_conn *c, enum eg_reason r, int status,
-    const char *body)
+eg_conn_refuse_body(struct eg_conn *c, enum eg_refusal rf, const char *body)
 {
-	conn_reply_refusal(c, r, status, body);
-}
-
-void
-eg_conn_deny(struct eg_conn *c, enum egress_event_type t, enum eg_reason r,
-    int status, const char *body)
-{
-	pthread_rwlock_rdlock(&c->ex->lock);
-	conn_deny_locked(c, t, r);
-	pthread_rwlock_unlock(&c->ex->lock);
-	conn_reply_refusal(c, r, status, body);
+	conn_refuse_body(c, rf, body);
 }
 
 void
@@ -1958,10 +1943,10 @@ eg_conn_fail(struct eg_conn *c, enum eg_reason r)
 	conn_fail(c, r);
 }
 
-int
+enum eg_refusal
 eg_conn_budget_refused_locked(struct eg_conn *c, char *body, size_t len)
 {
-	return conn_budget_refused_locked(c, 1, body, len) != EG_RF_COUNT;
+	return conn_budget_refused_locked(c, 1, body, len);
 }
 
 void

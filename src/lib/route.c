@@ -750,6 +750,7 @@ route_start(struct eg_conn *c)
 	struct eg_event ev;
 	char *out = (char *)c->w->scratch, body[512];
 	struct eg_refusal_arg ra;
+	enum eg_refusal rf;
 	ssize_t n;
 	int ok;
 
@@ -759,10 +760,11 @@ route_start(struct eg_conn *c)
 	    eg_phase_allows_route(c->sess->phase, rt->route->name);
 	/* a spent budget: 429 (SPEC "Configuration", budgets count route
 	 * requests and their bytes like any other) */
-	if (ok && eg_conn_budget_refused_locked(c, body, sizeof(body))) {
+	if (ok && (rf = eg_conn_budget_refused_locked(c, body,
+	    sizeof(body))) != EG_RF_COUNT) {
 		pthread_rwlock_unlock(&c->ex->lock);
 		up_close(c);
-		eg_conn_refuse(c, EG_R_BUDGET, 429, body);
+		eg_conn_refuse_body(c, rf, body);
 		return;
 	}
 	if (ok) {
