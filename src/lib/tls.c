@@ -124,6 +124,13 @@ eg_tls_conf_new(const char *ca_file, char *err, size_t errlen)
 	mbedtls_ssl_conf_rng(&tc->conf, tls_rng, tc);
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000
 	mbedtls_ssl_conf_min_tls_version(&tc->conf, MBEDTLS_SSL_VERSION_TLS1_2);
+#if defined(MBEDTLS_SSL_PROTO_TLS1_3) && defined(MBEDTLS_SSL_SESSION_TICKETS) && \
+    MBEDTLS_VERSION_NUMBER >= 0x03060100
+	/* TLS 1.3 tickets are ignored unless asked for (3.6.1 on; 3.6.0
+	 * always signals them): resumption needs them */
+	mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(&tc->conf,
+	    MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED);
+#endif
 #else
 	mbedtls_ssl_conf_min_version(&tc->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
 	    MBEDTLS_SSL_MINOR_VERSION_3);
@@ -226,18 +233,45 @@ eg_tls_new(struct eg_tls_conf *tc, int fd, const char *host, char *err,
 	return t;
 }
 
+/*
+ * Keep the connection's session for the next connection to resume: after
+ * a TLS 1.2 handshake (its ID or ticket), and for TLS 1.3 each time the
+ * server sends a ticket (NewSessionTicket, after the handshake: 3.6
+ * signals it from a read, see eg_tls_conf_new()).
+ */
+static void
+tls_keep_session(struct eg_tls *t)
+{
+	mbedtls_ssl_session s;
+
+	mbedtls_ssl_session_init(&s);
+	if (mbedtls_ssl_get_session(&t->ssl, &s) == 0) {
+		pthread_mutex_lock(&t->tc->mtx);
+		mbedtls_ssl_session_free(&t->tc->sess);
+		t->tc->sess = s;	/* the context moves in */
+		t->tc->has_sess = 1;
+		pthread_mutex_unlock(&t->tc->mtx);
+	} else
+		mbedtls_ssl_session_free(&s);
+}
+
 int
 eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 {
 	char e[200], vi[512];
 	uint32_t flags;
 	int rc;
-	mbedtls_ssl_session s;
 
 	*verify = 0;
 	if (t->done)
 		return 0;
 	rc = mbedtls_ssl_handshake(&t->ssl);
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+		tls_keep_session(t);	/* (a ticket at its very end) */
+		rc = mbedtls_ssl_handshake(&t->ssl);
+	}
+#endif
 	if (rc == MBEDTLS_ERR_SSL_WANT_READ)
 		return EG_TLS_WANT_READ;
 	if (rc == MBEDTLS_ERR_SSL_WANT_WRITE)
@@ -265,15 +299,7 @@ eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 		return -1;
 	}
 	t->done = 1;
-	mbedtls_ssl_session_init(&s);
-	if (mbedtls_ssl_get_session(&t->ssl, &s) == 0) {
-		pthread_mutex_lock(&t->tc->mtx);
-		mbedtls_ssl_session_free(&t->tc->sess);
-		t->tc->sess = s;	/* the context moves in */
-		t->tc->has_sess = 1;
-		pthread_mutex_unlock(&t->tc->mtx);
-	} else
-		mbedtls_ssl_session_free(&s);
+	tls_keep_session(t);
 	return 0;
 }
 
@@ -296,14 +322,14 @@ eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 {
 	int rc;
 
-	do
-		rc = mbedtls_ssl_read(&t->ssl, buf, n);
+	rc = mbedtls_ssl_read(&t->ssl, buf, n);
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000
 	/* TLS 1.3 (3.6): a NewSessionTicket after the handshake is not
-	 * data and not an error: read on */
-	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET);
-#else
-	while (0);
+	 * data and not an error: keep it to resume with, read on */
+	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+		tls_keep_session(t);
+		rc = mbedtls_ssl_read(&t->ssl, buf, n);
+	}
 #endif
 
 	if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)

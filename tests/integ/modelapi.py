@@ -7,7 +7,8 @@ with keep-alive, behind a certificate the test's own CA signed.
   modelapi.py --addr A --port P --cert C --key K --log FILE [--plain]
 
 Every request is logged to --log as one JSON line (method, path, the
-headers as received, the body's length, the connection's number), and
+headers as received, the body's length, the connection's number, over
+TLS its version and whether the session was resumed), and
 "cancelled PATH" / "reset PATH" lines say what happened to a stream.
 
 Paths (any prefix is ignored only by the test's route, not here):
@@ -112,9 +113,13 @@ class H(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         raw = self.body()
         p = self.path
-        log({"method": self.command, "path": p, "conn": self.conn_no,
-             "headers": [[k, v] for k, v in self.headers.items()],
-             "len": len(raw)})
+        tls = {}
+        if isinstance(self.connection, ssl.SSLSocket):
+            tls = {"tls": self.connection.version(),
+                   "resumed": self.connection.session_reused}
+        log(dict({"method": self.command, "path": p, "conn": self.conn_no,
+                  "headers": [[k, v] for k, v in self.headers.items()],
+                  "len": len(raw)}, **tls))
         try:
             req = json.loads(raw) if raw else {}
         except ValueError:
