@@ -50,6 +50,7 @@ struct eg_tls {
 	mbedtls_ssl_context	 ssl;
 	int			 fd;
 	int			 done;		/* handshake finished */
+	int			 eagain;	/* the socket said EAGAIN */
 	size_t			 ra_off, ra_len;	/* in ra */
 	unsigned char		 ra[RA_BYTES];
 };
@@ -197,8 +198,10 @@ tls_recv(void *arg, unsigned char *buf, size_t len)
 	}
 	if (n >= 0)
 		return (int)n;
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		t->eagain = 1;
 		return MBEDTLS_ERR_SSL_WANT_READ;
+	}
 	return errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET :
 	    MBEDTLS_ERR_NET_RECV_FAILED;
 }
@@ -320,17 +323,29 @@ tls_io_result(int rc)
 ssize_t
 eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 {
-	int rc;
+	int rc = MBEDTLS_ERR_SSL_WANT_READ, tries;
 
-	rc = mbedtls_ssl_read(&t->ssl, buf, n);
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-	/* TLS 1.3 (3.6): a NewSessionTicket after the handshake is not
-	 * data and not an error: keep it to resume with, read on */
-	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
-		tls_keep_session(t);
+	/*
+	 * WANT_READ is "wait for the socket" only when the socket said
+	 * EAGAIN: after a record that carried no data (a TLS 1.3 ticket,
+	 * say) the library returns it too, with the next records already
+	 * in the read-ahead, where epoll would never report them.  Such a
+	 * call consumed a record, so reading on ends.
+	 */
+	for (tries = 0; tries < 64; tries++) {
+		t->eagain = 0;
 		rc = mbedtls_ssl_read(&t->ssl, buf, n);
-	}
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+		/* TLS 1.3 (3.6): a NewSessionTicket after the handshake is
+		 * not data and not an error: keep it to resume with */
+		if (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+			tls_keep_session(t);
+			continue;
+		}
 #endif
+		if (rc != MBEDTLS_ERR_SSL_WANT_READ || t->eagain)
+			break;
+	}
 
 	if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
 		return 0;
