@@ -302,6 +302,13 @@ eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 		return -1;
 	}
 	t->done = 1;
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+	/* TLS 1.3: the session comes with a ticket, after the handshake;
+	 * one without would only replace a resumable one */
+	if (mbedtls_ssl_get_version_number(&t->ssl) ==
+	    MBEDTLS_SSL_VERSION_TLS1_3)
+		return 0;
+#endif
 	tls_keep_session(t);
 	return 0;
 }
