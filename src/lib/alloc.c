@@ -120,6 +120,18 @@ eg_strndup(const char *s, size_t n)
 }
 
 void
+eg_strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		eg_free(v[i]);
+	eg_free(v);
+}
+
+void
 eg_alloc_fail_at(unsigned long n)
 {
 	alloc_init();

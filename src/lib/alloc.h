@@ -30,6 +30,8 @@ void	 eg_free(void *);
 /* strdup/strndup through eg_malloc (one counted allocation each). */
 char	*eg_strdup(const char *);
 char	*eg_strndup(const char *, size_t);
+/* Free v[0..n) and v: an array of strings it owns (NULL: nothing). */
+void	 eg_strv_free(char **v, size_t n);
 
 /*
  * For tests: fail the n-th allocation counted from this call (0: none),

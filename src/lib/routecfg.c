@@ -593,9 +593,7 @@ eg_routes_free(struct eg_route *routes, size_t n)
 		for (j = 0; j < r->nallow; j++)
 			eg_free(r->allow[j].path);
 		eg_free(r->allow);
-		for (j = 0; j < r->nstrip; j++)
-			eg_free(r->strip[j]);
-		eg_free(r->strip);
+		eg_strv_free(r->strip, r->nstrip);
 		eg_tls_conf_free(r->tls);
 		eg_free(r->name);
 		eg_free(r->authority);

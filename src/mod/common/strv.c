@@ -69,11 +69,7 @@ mc_strv_has(const struct mc_strv *sv, const char *s)
 void
 mc_strv_free(struct mc_strv *sv)
 {
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		eg_free(sv->v[i]);
-	eg_free(sv->v);
+	eg_strv_free(sv->v, sv->n);
 	sv->v = NULL;
 	sv->n = sv->cap = 0;
 	sv->oom = 0;
