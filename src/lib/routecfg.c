@@ -641,12 +641,7 @@ eg_phase_add_route(struct eg_phase *ph, const char *name, size_t len,
 int
 eg_phase_allows_route(const struct eg_phase *ph, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < ph->nroutes; i++)
-		if (strcmp(ph->routes[i], name) == 0)
-			return 1;
-	return 0;
+	return eg_strv_has(ph->routes, ph->nroutes, name);
 }
 
 int
