@@ -119,6 +119,29 @@ eg_strndup(const char *s, size_t n)
 	return d;
 }
 
+int
+eg_strv_has(char *const *v, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+void
+eg_strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		eg_free(v[i]);
+	eg_free(v);
+}
+
 void
 eg_alloc_fail_at(unsigned long n)
 {

@@ -30,6 +30,10 @@ void	 eg_free(void *);
 /* strdup/strndup through eg_malloc (one counted allocation each). */
 char	*eg_strdup(const char *);
 char	*eg_strndup(const char *, size_t);
+/* Arrays of owned strings v[0..n): is s one of them (1, else 0); free
+ * them and v (v NULL: nothing). */
+int	 eg_strv_has(char *const *v, size_t n, const char *s);
+void	 eg_strv_free(char **v, size_t n);
 
 /*
  * For tests: fail the n-th allocation counted from this call (0: none),

@@ -435,6 +435,23 @@ drop_listeners(struct eg_cfg *cfg, enum eg_listen_kind kind)
 	cfg->nlisten = o;
 }
 
+/* Where key k keeps its string in base (the struct eg_cfg or eg_phase):
+ * a copy of its own that set_str() made; NULL for the other types. */
+static char **
+key_str(const struct key *k, void *base)
+{
+	switch (k->type) {
+	case K_ADMIN:
+	case K_STR:
+	case K_DNS:
+	case K_PHASE:
+	case K_HINT:
+		return (char **)(void *)((char *)base + k->off);
+	default:
+		return NULL;
+	}
+}
+
 static int
 set_str(struct parse *ps, char **dst, const char *val)
 {
@@ -505,7 +522,7 @@ set_dns(struct parse *ps, const struct key *k, const char *val)
 	}
 	if (n == 0)
 		return bad_value(ps, k, val, "no server given");
-	return set_str(ps, &ps->cfg->dns_servers, out);
+	return set_str(ps, key_str(k, ps->cfg), out);
 }
 
 static int
@@ -584,7 +601,7 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 	case K_ADMIN:
 		/* "none": no admin API (tests, egressd run) */
 		if (len == 4 && memcmp(val, "none", 4) == 0)
-			return set_str(ps, (char **)(void *)(b + k->off), val);
+			return set_str(ps, key_str(k, base), val);
 		if (memchr(val, '/', len) != NULL) {
 			if (len >= sizeof(((struct sockaddr_un *)0)->sun_path))
 				return bad_value(ps, k, val,
@@ -592,7 +609,7 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 		} else if (parse_ipport(val, len, 0, &ss, &sslen) == -1)
 			return bad_value(ps, k, val,
 			    "expected a socket path or ADDR:PORT");
-		return set_str(ps, (char **)(void *)(b + k->off), val);
+		return set_str(ps, key_str(k, base), val);
 	case K_STR:
 		if (k->sect == KS_PROXY && k->off == C(audit_log))
 			ps->cfg->audit_log_set = 1;
@@ -607,11 +624,11 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 				return perr(ps, "%s %s: %s", k->name,
 				    quote(val, len, q, sizeof(q)), why);
 		}
-		return set_str(ps, (char **)(void *)(b + k->off), val);
+		return set_str(ps, key_str(k, base), val);
 	case K_PHASE:
 		if (!eg_phase_name_ok(val, len))
 			return bad_value(ps, k, val, "not a phase name");
-		return set_str(ps, (char **)(void *)(b + k->off), val);
+		return set_str(ps, key_str(k, base), val);
 	case K_MODE:
 		v = 0;
 		for (i = 0; i < len; i++) {
@@ -674,7 +691,7 @@ key_set(struct parse *ps, const struct key *k, void *base, const char *val)
 			    (unsigned char)val[i] >= 0x7f)
 				return bad_value(ps, k, val, "only printable "
 				    "ASCII text");
-		return set_str(ps, (char **)(void *)(b + k->off), val);
+		return set_str(ps, key_str(k, base), val);
 	case K_BYTES:
 	case K_COUNT: {
 		/* a uint64_t; a phase's budgets also mark themselves set */
@@ -1481,6 +1498,7 @@ void
 eg_cfg_unref(struct eg_cfg *cfg)
 {
 	size_t i;
+	char **s;
 
 	if (cfg == NULL)
 		return;
@@ -1512,16 +1530,14 @@ eg_cfg_unref(struct eg_cfg *cfg)
 		if (cfg->mod_cfg_owner[i] != NULL &&
 		    cfg->mod_cfg_owner[i]->config_free != NULL)
 			cfg->mod_cfg_owner[i]->config_free(cfg->mod_cfg[i]);
+	/* [proxy]'s strings, found by the rows that set them */
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].sect == KS_PROXY &&
+		    (s = key_str(&keys[i], cfg)) != NULL)
+			eg_free(*s);
 	eg_free(cfg->file);
 	eg_free(cfg->src);
-	eg_free(cfg->audit_key);
-	eg_free(cfg->admin);
-	eg_free(cfg->admin_token_file);
-	eg_free(cfg->session_dir);
-	eg_free(cfg->audit_log);
-	eg_free(cfg->phase);
 	eg_free(cfg->ports);
-	eg_free(cfg->dns_servers);
 	eg_free(cfg);
 }
 

@@ -450,9 +450,7 @@ eg_phase_clear(struct eg_phase *p)
 	for (i = 0; i < p->nrules; i++)
 		eg_rule_clear(&p->rules[i]);
 	eg_free(p->rules);
-	for (i = 0; i < p->nroutes; i++)
-		eg_free(p->routes[i]);
-	eg_free(p->routes);
+	eg_strv_free(p->routes, p->nroutes);
 	eg_free(p->route_lines);
 	eg_free(p->name);
 	eg_free(p->hint);

@@ -593,9 +593,7 @@ eg_routes_free(struct eg_route *routes, size_t n)
 		for (j = 0; j < r->nallow; j++)
 			eg_free(r->allow[j].path);
 		eg_free(r->allow);
-		for (j = 0; j < r->nstrip; j++)
-			eg_free(r->strip[j]);
-		eg_free(r->strip);
+		eg_strv_free(r->strip, r->nstrip);
 		eg_tls_conf_free(r->tls);
 		eg_free(r->name);
 		eg_free(r->authority);
@@ -643,12 +641,7 @@ eg_phase_add_route(struct eg_phase *ph, const char *name, size_t len,
 int
 eg_phase_allows_route(const struct eg_phase *ph, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < ph->nroutes; i++)
-		if (strcmp(ph->routes[i], name) == 0)
-			return 1;
-	return 0;
+	return eg_strv_has(ph->routes, ph->nroutes, name);
 }
 
 int

@@ -66,13 +66,10 @@ void
 eg_redacts_free(struct eg_redact *r)
 {
 	struct eg_redact *n;
-	size_t i;
 
 	for (; r != NULL; r = n) {
 		n = r->next;
-		for (i = 0; i < r->n; i++)
-			eg_free(r->val[i]);
-		eg_free(r->val);
+		eg_strv_free(r->val, r->n);
 		eg_free(r->len);
 		eg_free(r);
 	}

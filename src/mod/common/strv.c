@@ -58,22 +58,13 @@ mc_strv_add2(struct mc_strv *sv, const char *a, const char *b)
 int
 mc_strv_has(const struct mc_strv *sv, const char *s)
 {
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		if (strcmp(sv->v[i], s) == 0)
-			return 1;
-	return 0;
+	return eg_strv_has(sv->v, sv->n, s);
 }
 
 void
 mc_strv_free(struct mc_strv *sv)
 {
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		eg_free(sv->v[i]);
-	eg_free(sv->v);
+	eg_strv_free(sv->v, sv->n);
 	sv->v = NULL;
 	sv->n = sv->cap = 0;
 	sv->oom = 0;

@@ -1115,8 +1115,8 @@ rec_check(const char *dir, const char *pubkey)
 out:
 	fputs(closing, stdout);
 	fflush(stdout);
-	rec_strv_free(c.dirs, c.ndirs);
-	rec_strv_free(c.listed, c.nlisted);
+	eg_strv_free(c.dirs, c.ndirs);
+	eg_strv_free(c.listed, c.nlisted);
 	json_decref(c.rec);
 	if (c.dirfd != -1)
 		close(c.dirfd);

@@ -323,16 +323,6 @@ strp_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void
-rec_strv_free(char **v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; v != NULL && i < n; i++)
-		eg_free(v[i]);
-	eg_free(v);
-}
-
 static char	**dir_names(int, size_t *);
 
 char **
@@ -467,7 +457,7 @@ dir_names(int fd, size_t *np)
 	return v;
 fail:
 	saved = errno;
-	rec_strv_free(v, n);
+	eg_strv_free(v, n);
 	closedir(d);
 	errno = saved;
 	return NULL;
@@ -522,7 +512,7 @@ walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 		}
 		w->path[plen] = '\0';
 	}
-	rec_strv_free(names, n);
+	eg_strv_free(names, n);
 	return rc;
 }
 
@@ -729,10 +719,10 @@ steps_part(int dirfd, int public, char *err, size_t errlen)
 		json_decref(man);
 		json_array_append_new(steps, st);
 	}
-	rec_strv_free(names, n);
+	eg_strv_free(names, n);
 	return steps;
 fail:
-	rec_strv_free(names, n);
+	eg_strv_free(names, n);
 	json_decref(steps);
 	return NULL;
 }
@@ -791,7 +781,7 @@ files_part(int dirfd, json_t *steps, json_t *top, char *err, size_t errlen)
 		json_object_set_new(json_array_get(steps, i), "files",
 		    json_array());
 	rc = rec_walk(dirfd, seal_walk_fn, &w);
-	rec_strv_free(w.dirs, w.ndirs);
+	eg_strv_free(w.dirs, w.ndirs);
 	for (i = 0; rc == 0 && i < json_array_size(steps); i++)
 		rc = sort_files(json_object_get(json_array_get(steps, i),
 		    "files"));

@@ -109,9 +109,8 @@ int	rec_audit_tail(int fd, uint64_t *lines, char head[65]);
 
 /* The step folder names under dirfd/steps ("NN-NAME"), sorted; *n of
  * them.  NULL and *n = 0 when there is no steps folder; NULL with errno
- * otherwise on failure (*n then (size_t)-1). */
+ * otherwise on failure (*n then (size_t)-1).  eg_strv_free() frees them. */
 char	**rec_step_dirs(int dirfd, size_t *n);
-void	rec_strv_free(char **v, size_t n);
 
 /* argv[1..] of "record CMD": the options --NAME VALUE for each NAME of
  * names (NULL-terminated) into values[i]; the index of the operand, -1
