@@ -1647,7 +1647,13 @@ conn_timeout(void *arg)
 	case EG_CS_SNI:
 		if (eg_buf_len(&c->c2u.b) > 0) {
 			/* a ClientHello started but did not finish within
-			 * header_timeout: a stalling client, not an idle one */
+			 * header_timeout: a stalling client, not an idle one
+			 * (the CLOSE line has no field for why) */
+			eg_log(c->ex, EGRESS_LOG_WARN, "tunnel %s:%u id=%llu: "
+			    "end=error: sni_check: the client's ClientHello "
+			    "was not complete within header_timeout; nothing "
+			    "was forwarded", c->t.host.name,
+			    (unsigned)c->t.port, (unsigned long long)c->id);
 			eg_conn_close(c, EG_END_ERROR);
 			return;
 		}
