@@ -258,6 +258,37 @@ tls_keep_session(struct eg_tls *t)
 		mbedtls_ssl_session_free(&s);
 }
 
+/*
+ * mbedtls_ssl_handshake() (buf NULL) or mbedtls_ssl_read(), again until
+ * it makes progress or the socket is empty.  WANT_READ means "wait for
+ * the socket" only when the socket said EAGAIN: after a record that
+ * carried no data (a TLS 1.3 ticket, say) the library returns it too,
+ * with the next records already in the read-ahead, where epoll would
+ * never report them.  Each such call consumed a record.
+ */
+static int
+tls_drive(struct eg_tls *t, void *buf, size_t n)
+{
+	int rc = MBEDTLS_ERR_SSL_WANT_READ, tries;
+
+	for (tries = 0; tries < 64; tries++) {
+		t->eagain = 0;
+		rc = buf == NULL ? mbedtls_ssl_handshake(&t->ssl) :
+		    mbedtls_ssl_read(&t->ssl, buf, n);
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+		/* TLS 1.3 (3.6): a NewSessionTicket is not data and not an
+		 * error: keep it to resume with */
+		if (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+			tls_keep_session(t);
+			continue;
+		}
+#endif
+		if (rc != MBEDTLS_ERR_SSL_WANT_READ || t->eagain)
+			break;
+	}
+	return rc;
+}
+
 int
 eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 {
@@ -268,13 +299,7 @@ eg_tls_handshake(struct eg_tls *t, int *verify, char *err, size_t errlen)
 	*verify = 0;
 	if (t->done)
 		return 0;
-	rc = mbedtls_ssl_handshake(&t->ssl);
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-	while (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
-		tls_keep_session(t);	/* (a ticket at its very end) */
-		rc = mbedtls_ssl_handshake(&t->ssl);
-	}
-#endif
+	rc = tls_drive(t, NULL, 0);
 	if (rc == MBEDTLS_ERR_SSL_WANT_READ)
 		return EG_TLS_WANT_READ;
 	if (rc == MBEDTLS_ERR_SSL_WANT_WRITE)
@@ -330,29 +355,7 @@ tls_io_result(int rc)
 ssize_t
 eg_tls_read(struct eg_tls *t, void *buf, size_t n)
 {
-	int rc = MBEDTLS_ERR_SSL_WANT_READ, tries;
-
-	/*
-	 * WANT_READ is "wait for the socket" only when the socket said
-	 * EAGAIN: after a record that carried no data (a TLS 1.3 ticket,
-	 * say) the library returns it too, with the next records already
-	 * in the read-ahead, where epoll would never report them.  Such a
-	 * call consumed a record, so reading on ends.
-	 */
-	for (tries = 0; tries < 64; tries++) {
-		t->eagain = 0;
-		rc = mbedtls_ssl_read(&t->ssl, buf, n);
-#if MBEDTLS_VERSION_NUMBER >= 0x03000000
-		/* TLS 1.3 (3.6): a NewSessionTicket after the handshake is
-		 * not data and not an error: keep it to resume with */
-		if (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
-			tls_keep_session(t);
-			continue;
-		}
-#endif
-		if (rc != MBEDTLS_ERR_SSL_WANT_READ || t->eagain)
-			break;
-	}
+	int rc = tls_drive(t, buf, n);
 
 	if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
 		return 0;
