@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shared.h"
+
 #define REPLAY_MAX	(1024 * 1024)	/* larger inputs are an error */
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -26,8 +28,7 @@ run_file(const char *path, size_t *nrun)
 {
 	struct stat st;
 	uint8_t *buf;
-	size_t off = 0, len;
-	ssize_t n;
+	size_t off, len;
 	int fd;
 
 	fd = open(path, O_RDONLY);
@@ -49,14 +50,7 @@ run_file(const char *path, size_t *nrun)
 		close(fd);
 		return -1;
 	}
-	while (off < len) {
-		n = read(fd, buf + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	off = eg_read_upto(fd, (char *)buf, len);
 	close(fd);
 	LLVMFuzzerTestOneInput(buf, off);
 	free(buf);
