@@ -242,6 +242,9 @@ int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
 enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
+/* Why c is about to end with end=error, in the error log (the CLOSE line
+ * has no field for it; its host:port and id tie the two together). */
+void	eg_tunnel_why(struct eg_conn *, const char *why);
 
 /*
  * conn.c, for route.c: the refusal and failure paths of every request.

@@ -1649,11 +1649,9 @@ conn_timeout(void *arg)
 			/* a ClientHello started but did not finish within
 			 * header_timeout: a stalling client, not an idle one
 			 * (the CLOSE line has no field for why) */
-			eg_log(c->ex, EGRESS_LOG_WARN, "tunnel %s:%u id=%llu: "
-			    "end=error: sni_check: the client's ClientHello "
-			    "was not complete within header_timeout; nothing "
-			    "was forwarded", c->t.host.name,
-			    (unsigned)c->t.port, (unsigned long long)c->id);
+			eg_tunnel_why(c, "sni_check: the client's "
+			    "ClientHello was not complete within "
+			    "header_timeout; nothing was forwarded");
 			eg_conn_close(c, EG_END_ERROR);
 			return;
 		}

@@ -184,12 +184,8 @@ eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 
 /* --- tunnel ---------------------------------------------------------------- */
 
-/*
- * Why c is about to end with end=error, in the error log: the CLOSE line
- * has no field for it.  Its host:port and id tie the warning to the line.
- */
-static void
-tunnel_why(struct eg_conn *c, const char *why)
+void
+eg_tunnel_why(struct eg_conn *c, const char *why)
 {
 	eg_log(c->ex, EGRESS_LOG_WARN, "tunnel %s:%u id=%llu: end=error: %s",
 	    c->t.host.name, (unsigned)c->t.port, (unsigned long long)c->id,
@@ -347,7 +343,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		if (m < n) {
 			if (eg_pend_append(c, p, s + m, (size_t)(n - m)) ==
 			    -1) {
-				tunnel_why(c, "out of memory for bytes the "
+				eg_tunnel_why(c, "out of memory for bytes the "
 				    "peer did not take yet");
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			}
@@ -456,7 +452,8 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->b.p == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
-		tunnel_why(c, "out of memory for the ClientHello hold buffer");
+		eg_tunnel_why(c, "out of memory for the ClientHello hold "
+		    "buffer");
 		eg_conn_close(c, EG_END_ERROR);
 		return EG_IO_CLOSED;
 	}
@@ -509,7 +506,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 		/* a stream whose first byte is 22 is held as TLS (sni_check):
 		 * a hello egressd cannot read whole is refused, not guessed */
 		c->sni[0] = '\0';
-		tunnel_why(c, r == EG_SNI_BAD ? "sni_check: the client's "
+		eg_tunnel_why(c, r == EG_SNI_BAD ? "sni_check: the client's "
 		    "first bytes begin a TLS handshake record but are not a "
 		    "well-formed ClientHello; nothing was forwarded" :
 		    "sni_check: the client's ClientHello is larger than "
