@@ -198,6 +198,8 @@ eg_io_init(struct eg_io *io, int fd, eg_io_fn *fn, void *arg)
 	io->events = 0;
 	io->added = 0;
 	io->dropped = 0;
+	io->since = 0;
+	io->seen = 0;
 	io->fn = fn;
 	io->arg = arg;
 }
@@ -231,6 +233,7 @@ eg_io_set(struct eg_loop *loop, struct eg_io *io, uint32_t events)
 		return -1;
 	io->added = 1;
 	io->events = events;
+	io->since = loop->batch;
 	return 0;
 }
 
@@ -243,6 +246,14 @@ eg_io_del(struct eg_loop *loop, struct eg_io *io)
 	io->added = 0;
 	io->events = 0;
 	io->dropped = loop->batch;
+}
+
+int
+eg_io_quiet(const struct eg_loop *loop, const struct eg_io *io,
+    uint32_t mask)
+{
+	return io->added && (io->events & mask) == mask &&
+	    io->since < loop->batch && io->seen != loop->batch;
 }
 
 void
@@ -413,6 +424,9 @@ eg_loop_run(struct eg_loop *loop)
 			return -1;
 		loop->now = eg_clock_ms();
 		loop->batch++;
+		/* every io reported is registered, so its owner is alive */
+		for (i = 0; i < n; i++)
+			((struct eg_io *)ev[i].data.ptr)->seen = loop->batch;
 		for (i = 0; i < n; i++) {
 			io = ev[i].data.ptr;
 			/*

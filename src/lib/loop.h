@@ -24,6 +24,8 @@ struct eg_io {			/* embedded in its owner */
 	uint32_t	 events;	/* current interest; 0 = not added */
 	int		 added;
 	uint64_t	 dropped;	/* the batch it was last dropped in */
+	uint64_t	 since;		/* the batch its interest was set in */
+	uint64_t	 seen;		/* the last batch epoll reported it in */
 	eg_io_fn	*fn;
 	void		*arg;
 };
@@ -67,6 +69,15 @@ int		 eg_io_set(struct eg_loop *, struct eg_io *, uint32_t events);
  * meanwhile.
  */
 void		 eg_io_del(struct eg_loop *, struct eg_io *);
+/*
+ * Has epoll had io with (at least) the interest mask since before the
+ * current batch began, and not reported it in this batch?  Then nothing
+ * mask listens for had happened to io's fd when the batch's epoll_wait()
+ * returned: a caller may skip a system call that would only ask the
+ * same (a peek at a kept connection before it is used again).
+ */
+int		 eg_io_quiet(const struct eg_loop *, const struct eg_io *,
+		    uint32_t mask);
 /* A deleted io takes a new fd; unlike eg_io_init(), events the batch
  * still holds for the old one stay dropped. */
 void		 eg_io_set_fd(struct eg_io *, int fd);
