@@ -10,6 +10,8 @@
  * while its proxy runs) hears nothing more of the old socket, also once
  * the io struct is given a new fd (a pooled connection reused; without
  * the pool, freed memory: ASan's heap-use-after-free in eg_loop_run).
+ * And eg_io_quiet(): true only for an io in epoll since before the round
+ * and not reported in it, whichever order the round's events come in.
  */
 #include "egress-int.h"
 
@@ -217,6 +219,100 @@ forget_shared(void)
 	eg_loop_free(f.loop);
 }
 
+/* --- eg_io_quiet() ----------------------------------------------------- */
+
+struct q {
+	struct eg_loop	*loop;
+	struct eg_io	 p, k, late;	/* a trigger, a kept one, a new one */
+	int		 ppair[2], kpair[2], lpair[2];
+	int		 round;
+	int		 quiet[3], late_quiet;
+};
+
+static void
+q_drain(int fd)
+{
+	char b[16];
+
+	while (recv(fd, b, sizeof(b), 0) > 0)
+		;
+}
+
+/* p is heard in rounds 1 and 2; k has a byte waiting in round 2 only */
+static void
+q_p_cb(void *arg, uint32_t events)
+{
+	struct q *q = arg;
+
+	(void)events;
+	q_drain(q->p.fd);
+	q->quiet[q->round] = eg_io_quiet(q->loop, &q->k, EPOLLIN);
+	if (q->round == 0) {
+		/* an interest set in this round: epoll has not been asked */
+		eg_io_set(q->loop, &q->late, EPOLLIN);
+		q->late_quiet = eg_io_quiet(q->loop, &q->late, EPOLLIN);
+		/* p first: epoll reports k after p's callback has run */
+		(void)send(q->ppair[1], "p", 1, 0);
+		(void)send(q->kpair[1], "k", 1, 0);
+	} else if (q->round == 1) {
+		(void)send(q->ppair[1], "p", 1, 0);
+	} else {
+		eg_loop_break(q->loop);
+	}
+	q->round++;
+}
+
+static void
+q_k_cb(void *arg, uint32_t events)
+{
+	struct q *q = arg;
+
+	(void)events;
+	q_drain(q->k.fd);
+}
+
+static void
+quiet(void)
+{
+	struct q q;
+	struct eg_err err;
+
+	memset(&q, 0, sizeof(q));
+	if ((q.loop = eg_loop_new(&err)) == NULL ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, q.ppair) ==
+	    -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, q.kpair) ==
+	    -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, q.lpair) ==
+	    -1) {
+		ok(0, "loop and socketpairs for eg_io_quiet()");
+		return;
+	}
+	eg_io_init(&q.p, q.ppair[0], q_p_cb, &q);
+	eg_io_init(&q.k, q.kpair[0], q_k_cb, &q);
+	eg_io_init(&q.late, q.lpair[0], q_k_cb, &q);
+	eg_io_set(q.loop, &q.p, EPOLLIN);
+	eg_io_set(q.loop, &q.k, EPOLLIN | EPOLLRDHUP);
+	(void)send(q.ppair[1], "p", 1, 0);
+	ok(eg_loop_run(q.loop) == 0 && q.round == 3, "three rounds ran");
+	is_int(q.quiet[0], 1, "an io in epoll, not reported: quiet");
+	is_int(q.late_quiet, 0, "an interest set in this round: not quiet");
+	is_int(q.quiet[1], 0,
+	    "an io reported in this round, still to be handled: not quiet");
+	is_int(q.quiet[2], 1, "... and quiet again once read");
+	ok(!eg_io_quiet(q.loop, &q.k, EPOLLIN | EPOLLOUT),
+	    "not quiet for an interest it does not have");
+	eg_io_del(q.loop, &q.k);
+	ok(!eg_io_quiet(q.loop, &q.k, EPOLLIN), "not quiet out of epoll");
+	close(q.ppair[0]);
+	close(q.ppair[1]);
+	close(q.kpair[0]);
+	close(q.kpair[1]);
+	close(q.lpair[0]);
+	close(q.lpair[1]);
+	eg_loop_free(q.loop);
+}
+
 int
 main(void)
 {
@@ -258,5 +354,6 @@ main(void)
 
 	timers_oom();
 	forget_shared();
+	quiet();
 	return done_testing();
 }
