@@ -235,9 +235,11 @@ eg_upool_get(struct eg_upool *p, struct eg_session *sess, unsigned kind,
 				break;
 		if (i == naddr)
 			continue;
-		/* closed or talking since the loop last looked: not it */
-		n = recv(e->io.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n != -1 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+		/* closed or talking since the loop last looked: not it (no
+		 * peek where epoll has said so: eg_io_quiet()) */
+		if (!eg_io_quiet(p->loop, &e->io, EPOLLIN | EPOLLRDHUP) &&
+		    ((n = recv(e->io.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT)) !=
+		    -1 || (errno != EAGAIN && errno != EWOULDBLOCK))) {
 			(void)eg_upool_drop_one(e);
 			continue;
 		}
