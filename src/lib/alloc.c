@@ -142,6 +142,41 @@ eg_strv_free(char **v, size_t n)
 	eg_free(v);
 }
 
+void *
+eg_freelist_get(void **top, unsigned *n)
+{
+	void *b = *top;
+
+	if (b != NULL) {
+		*top = *(void **)b;
+		(*n)--;
+	}
+	return b;
+}
+
+void
+eg_freelist_put(void **top, unsigned *n, void *b, unsigned max)
+{
+	if (b == NULL)
+		return;
+	if (*n >= max) {
+		eg_free(b);
+		return;
+	}
+	*(void **)b = *top;
+	*top = b;
+	(*n)++;
+}
+
+void
+eg_freelist_drain(void **top, unsigned *n)
+{
+	void *b;
+
+	while ((b = eg_freelist_get(top, n)) != NULL)
+		eg_free(b);
+}
+
 void
 eg_alloc_fail_at(unsigned long n)
 {

@@ -67,9 +67,7 @@ head_get(struct eg_worker *w, size_t cap)
 {
 	struct head *h;
 
-	while ((h = w->headpool) != NULL) {
-		w->headpool = h->next;
-		w->nheadpool--;
+	while ((h = eg_freelist_get(&w->headpool, &w->nheadpool)) != NULL) {
 		if (h->cap == cap)	/* else from before a reload */
 			break;
 		eg_free(h);
@@ -86,15 +84,7 @@ head_get(struct eg_worker *w, size_t cap)
 static void
 head_put(struct eg_worker *w, struct head *h)
 {
-	if (h == NULL)
-		return;
-	if (w->nheadpool + 1 > HEADPOOL_MAX) {	/* (0 under ASan) */
-		eg_free(h);
-		return;
-	}
-	h->next = w->headpool;
-	w->headpool = h;
-	w->nheadpool++;
+	eg_freelist_put(&w->headpool, &w->nheadpool, h, HEADPOOL_MAX);
 }
 
 /* --- state ------------------------------------------------------------------ */
@@ -1495,12 +1485,10 @@ eg_conn_policy_close(struct eg_conn *c, enum eg_end end)
 static struct eg_conn *
 conn_get(struct eg_worker *w)
 {
-	struct eg_conn *c = w->connpool;
+	struct eg_conn *c = eg_freelist_get(&w->connpool, &w->nconnpool);
 
 	if (c == NULL)
 		return eg_calloc(1, sizeof(*c));
-	w->connpool = c->next;
-	w->nconnpool--;
 	memset(c, 0, sizeof(*c));
 	return c;
 }
@@ -1523,31 +1511,14 @@ conn_free(struct eg_conn *c)
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
 	c->sess = NULL;
-	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
-		eg_free(c);
-		return;
-	}
-	c->next = w->connpool;
-	w->connpool = c;
-	w->nconnpool++;
+	eg_freelist_put(&w->connpool, &w->nconnpool, c, CONNPOOL_MAX);
 }
 
 void
 eg_conn_pool_drain(struct eg_worker *w)
 {
-	struct eg_conn *c;
-	struct head *h;
-
-	while ((c = w->connpool) != NULL) {
-		w->connpool = c->next;
-		eg_free(c);
-	}
-	w->nconnpool = 0;
-	while ((h = w->headpool) != NULL) {
-		w->headpool = h->next;
-		eg_free(h);
-	}
-	w->nheadpool = 0;
+	eg_freelist_drain(&w->connpool, &w->nconnpool);
+	eg_freelist_drain(&w->headpool, &w->nheadpool);
 	eg_route_pool_drain(w);
 }
 
