@@ -1564,15 +1564,23 @@ conn_step(struct eg_conn *c)
 		conn_interest(c);
 }
 
+/* What epoll says of the socket p reads from: something to read (bytes,
+ * the end or an error), its FIN queued (RDHUP without an error). */
+static void
+conn_pend_events(struct pend *p, uint32_t events)
+{
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		p->rd = 1;
+	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
+		p->hup = 1;
+}
+
 static void
 conn_cio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-		c->c2u.rd = 1;
-	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
-		c->c2u.hup = 1;
+	conn_pend_events(&c->c2u, events);
 	conn_step(c);
 }
 
@@ -1581,10 +1589,7 @@ conn_uio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-		c->u2c.rd = 1;
-	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
-		c->u2c.hup = 1;
+	conn_pend_events(&c->u2c, events);
 	c->uev = events;	/* for CONNECTING; cleared on its entry */
 	if (c->state == EG_CS_HEAD)
 		eg_route_idle_event(c);
