@@ -131,14 +131,20 @@ eg_strv_has(char *const *v, size_t n, const char *s)
 }
 
 void
-eg_strv_free(char **v, size_t n)
+eg_strv_clear(char **v, size_t n)
 {
 	size_t i;
 
-	if (v == NULL)
-		return;
 	for (i = 0; i < n; i++)
 		eg_free(v[i]);
+}
+
+void
+eg_strv_free(char **v, size_t n)
+{
+	if (v == NULL)
+		return;
+	eg_strv_clear(v, n);
 	eg_free(v);
 }
 

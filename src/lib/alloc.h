@@ -31,8 +31,9 @@ void	 eg_free(void *);
 char	*eg_strdup(const char *);
 char	*eg_strndup(const char *, size_t);
 /* Arrays of owned strings v[0..n): is s one of them (1, else 0); free
- * them and v (v NULL: nothing). */
+ * them (clear: v itself is the caller's) and v (v NULL: nothing). */
 int	 eg_strv_has(char *const *v, size_t n, const char *s);
+void	 eg_strv_clear(char **v, size_t n);
 void	 eg_strv_free(char **v, size_t n);
 
 /*
