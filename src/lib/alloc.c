@@ -131,15 +131,56 @@ eg_strv_has(char *const *v, size_t n, const char *s)
 }
 
 void
-eg_strv_free(char **v, size_t n)
+eg_strv_clear(char **v, size_t n)
 {
 	size_t i;
 
-	if (v == NULL)
-		return;
 	for (i = 0; i < n; i++)
 		eg_free(v[i]);
+}
+
+void
+eg_strv_free(char **v, size_t n)
+{
+	if (v == NULL)
+		return;
+	eg_strv_clear(v, n);
 	eg_free(v);
+}
+
+void *
+eg_freelist_get(void **top, unsigned *n)
+{
+	void *b = *top;
+
+	if (b != NULL) {
+		*top = *(void **)b;
+		(*n)--;
+	}
+	return b;
+}
+
+void
+eg_freelist_put(void **top, unsigned *n, void *b, unsigned max)
+{
+	if (b == NULL)
+		return;
+	if (*n >= max) {
+		eg_free(b);
+		return;
+	}
+	*(void **)b = *top;
+	*top = b;
+	(*n)++;
+}
+
+void
+eg_freelist_drain(void **top, unsigned *n)
+{
+	void *b;
+
+	while ((b = eg_freelist_get(top, n)) != NULL)
+		eg_free(b);
 }
 
 void

@@ -31,9 +31,24 @@ void	 eg_free(void *);
 char	*eg_strdup(const char *);
 char	*eg_strndup(const char *, size_t);
 /* Arrays of owned strings v[0..n): is s one of them (1, else 0); free
- * them and v (v NULL: nothing). */
+ * them (clear: v itself is the caller's) and v (v NULL: nothing). */
 int	 eg_strv_has(char *const *v, size_t n, const char *s);
+void	 eg_strv_clear(char **v, size_t n);
 void	 eg_strv_free(char **v, size_t n);
+
+/*
+ * A free list of blocks of one kind kept for reuse (a worker's
+ * connections, head buffers, tunnel buffers; loop thread only): *top the
+ * first block, *n how many there are.  The first bytes of a block on the
+ * list hold the link: a block goes on it only when nothing reads it any
+ * more, and is set up again when taken.
+ */
+/* A block from the list, NULL when it is empty. */
+void	*eg_freelist_get(void **top, unsigned *n);
+/* Keep b (NULL: nothing), or free it when the list holds max already. */
+void	 eg_freelist_put(void **top, unsigned *n, void *b, unsigned max);
+/* Free every block on the list. */
+void	 eg_freelist_drain(void **top, unsigned *n);
 
 /*
  * For tests: fail the n-th allocation counted from this call (0: none),

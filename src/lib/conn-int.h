@@ -81,7 +81,8 @@ struct pend {
 
 /* The request head and its parse; released once a tunnel opens. */
 struct head {
-	struct head	*next;		/* in the worker's pool */
+	void		*link;		/* first: the link while in the
+					   worker's pool (eg_freelist_put) */
 	size_t		 cap;		/* of buf: max_header_bytes */
 	size_t		 len, scan;
 	struct eg_req	 req;		/* its host: copied to c->t.host */

@@ -67,9 +67,7 @@ head_get(struct eg_worker *w, size_t cap)
 {
 	struct head *h;
 
-	while ((h = w->headpool) != NULL) {
-		w->headpool = h->next;
-		w->nheadpool--;
+	while ((h = eg_freelist_get(&w->headpool, &w->nheadpool)) != NULL) {
 		if (h->cap == cap)	/* else from before a reload */
 			break;
 		eg_free(h);
@@ -86,15 +84,7 @@ head_get(struct eg_worker *w, size_t cap)
 static void
 head_put(struct eg_worker *w, struct head *h)
 {
-	if (h == NULL)
-		return;
-	if (w->nheadpool + 1 > HEADPOOL_MAX) {	/* (0 under ASan) */
-		eg_free(h);
-		return;
-	}
-	h->next = w->headpool;
-	w->headpool = h;
-	w->nheadpool++;
+	eg_freelist_put(&w->headpool, &w->nheadpool, h, HEADPOOL_MAX);
 }
 
 /* --- state ------------------------------------------------------------------ */
@@ -1495,12 +1485,10 @@ eg_conn_policy_close(struct eg_conn *c, enum eg_end end)
 static struct eg_conn *
 conn_get(struct eg_worker *w)
 {
-	struct eg_conn *c = w->connpool;
+	struct eg_conn *c = eg_freelist_get(&w->connpool, &w->nconnpool);
 
 	if (c == NULL)
 		return eg_calloc(1, sizeof(*c));
-	w->connpool = c->next;
-	w->nconnpool--;
 	memset(c, 0, sizeof(*c));
 	return c;
 }
@@ -1523,31 +1511,14 @@ conn_free(struct eg_conn *c)
 	eg_cfg_unref(c->cfg);
 	eg_session_unref(c->sess);
 	c->sess = NULL;
-	if (w->nconnpool + 1 > CONNPOOL_MAX) {	/* (0 under ASan) */
-		eg_free(c);
-		return;
-	}
-	c->next = w->connpool;
-	w->connpool = c;
-	w->nconnpool++;
+	eg_freelist_put(&w->connpool, &w->nconnpool, c, CONNPOOL_MAX);
 }
 
 void
 eg_conn_pool_drain(struct eg_worker *w)
 {
-	struct eg_conn *c;
-	struct head *h;
-
-	while ((c = w->connpool) != NULL) {
-		w->connpool = c->next;
-		eg_free(c);
-	}
-	w->nconnpool = 0;
-	while ((h = w->headpool) != NULL) {
-		w->headpool = h->next;
-		eg_free(h);
-	}
-	w->nheadpool = 0;
+	eg_freelist_drain(&w->connpool, &w->nconnpool);
+	eg_freelist_drain(&w->headpool, &w->nheadpool);
 	eg_route_pool_drain(w);
 }
 
@@ -1593,15 +1564,23 @@ conn_step(struct eg_conn *c)
 		conn_interest(c);
 }
 
+/* What epoll says of the socket p reads from: something to read (bytes,
+ * the end or an error), its FIN queued (RDHUP without an error). */
+static void
+conn_pend_events(struct pend *p, uint32_t events)
+{
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		p->rd = 1;
+	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
+		p->hup = 1;
+}
+
 static void
 conn_cio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-		c->c2u.rd = 1;
-	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
-		c->c2u.hup = 1;
+	conn_pend_events(&c->c2u, events);
 	conn_step(c);
 }
 
@@ -1610,10 +1589,7 @@ conn_uio(void *arg, uint32_t events)
 {
 	struct eg_conn *c = arg;
 
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-		c->u2c.rd = 1;
-	if ((events & (EPOLLRDHUP | EPOLLERR)) == EPOLLRDHUP)
-		c->u2c.hup = 1;
+	conn_pend_events(&c->u2c, events);
 	c->uev = events;	/* for CONNECTING; cleared on its entry */
 	if (c->state == EG_CS_HEAD)
 		eg_route_idle_event(c);

@@ -56,12 +56,9 @@ eg_errs_add(struct eg_errs *errs, const char *fmt, ...)
 void
 eg_errs_clear(struct eg_errs *errs)
 {
-	size_t i;
-
 	if (errs == NULL)
 		return;
-	for (i = 0; i < errs->n; i++)
-		eg_free(errs->msg[i]);
+	eg_strv_clear(errs->msg, errs->n);
 	errs->n = 0;
 	errs->dropped = 0;
 }

@@ -196,17 +196,17 @@ eg_sess_emit(struct egress *ex, struct eg_session *s, const char *action,
     const struct eg_phase *phase, const char *from, const char *by,
     unsigned closed)
 {
-	struct eg_event ev;
+	struct eg_event ev = {
+		.type = action != NULL ? EGRESS_EV_SESSION : EGRESS_EV_PHASE,
+		.sess = s,
+		.action = action,
+		.phase = phase,
+		.from = from,
+		.closed = closed,
+		.by = by
+	};
 	struct emit_cmd c = { ex, &ev };
 
-	memset(&ev, 0, sizeof(ev));
-	ev.type = action != NULL ? EGRESS_EV_SESSION : EGRESS_EV_PHASE;
-	ev.sess = s;
-	ev.action = action;
-	ev.phase = phase;
-	ev.from = from;
-	ev.closed = closed;
-	ev.by = by;
 	if (!eg_running(ex) || ex->nw == 0 ||
 	    eg_loop_call(ex->w[0].loop, emit_cmd, &c) == -1)
 		emit_cmd(&c);

@@ -28,28 +28,15 @@
 static void *
 buf_get(struct eg_worker *w)
 {
-	void *b = w->bufpool;
+	void *b = eg_freelist_get(&w->bufpool, &w->nbufpool);
 
-	if (b != NULL) {
-		w->bufpool = *(void **)b;
-		w->nbufpool--;
-		return b;
-	}
-	return eg_malloc(TUNBUF);
+	return b != NULL ? b : eg_malloc(TUNBUF);
 }
 
 static void
 buf_put(struct eg_worker *w, void *b)
 {
-	if (b == NULL)
-		return;
-	if (w->nbufpool >= BUFPOOL_MAX) {
-		eg_free(b);
-		return;
-	}
-	*(void **)b = w->bufpool;
-	w->bufpool = b;
-	w->nbufpool++;
+	eg_freelist_put(&w->bufpool, &w->nbufpool, b, BUFPOOL_MAX);
 }
 
 /*

@@ -432,12 +432,7 @@ eg_workers_free(struct egress *ex)
 			close(w->pipes[w->npipes][0]);
 			close(w->pipes[w->npipes][1]);
 		}
-		while (w->bufpool != NULL) {
-			void *b = w->bufpool;
-
-			w->bufpool = *(void **)b;
-			eg_free(b);
-		}
+		eg_freelist_drain(&w->bufpool, &w->nbufpool);
 		eg_free(w->lio);
 		eg_free(w->lio_dead);
 		eg_free(w->lio_next);

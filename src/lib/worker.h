@@ -50,7 +50,8 @@ struct eg_worker {
 	int			 paused;
 	struct eg_conn		*conns;		/* every live connection */
 	struct eg_conn		*dead;		/* freed after the batch */
-	struct eg_conn		*connpool;	/* freed ones, for reuse */
+	/* free lists (eg_freelist_get()) */
+	void			*connpool;	/* freed ones, for reuse */
 	unsigned		 nconnpool;
 	void			*headpool;	/* request head buffers */
 	unsigned		 nheadpool;
