@@ -206,12 +206,14 @@ void	eg_conn_set_state(struct eg_conn *, enum eg_cstate);
 /* CLOSE line if owed, close both sockets, unlink; freed after the batch. */
 void	eg_conn_close(struct eg_conn *, enum eg_end);
 /*
- * Policy close (end=phase_change, session_closed, reload, budget): both
- * sockets are reset (SO_LINGER {1, 0}), not closed with a FIN, so that a
- * client in the middle of a transfer sees an error, then the connection
- * is closed as eg_conn_close() does.
+ * Reset close: both sockets are reset (SO_LINGER {1, 0}), not closed with
+ * a FIN, so that a client in the middle of a transfer sees an error, then
+ * the connection is closed as eg_conn_close() does.  For the policy ends
+ * (end=phase_change, session_closed, reload, budget), and for an upstream
+ * that fails in the middle of a plain-HTTP or route response (a short
+ * close-delimited body would otherwise look complete).
  */
-void	eg_conn_policy_close(struct eg_conn *, enum eg_end);
+void	eg_conn_reset_close(struct eg_conn *, enum eg_end);
 /* After EG_BUDGET_DUE(): fold the bytes into the session's counts; 0, or
  * -1 when a byte budget is crossed: then the connection is reset and
  * closed (end=budget). */

@@ -522,7 +522,7 @@ eg_conn_budget_check(struct eg_conn *c)
 	pthread_rwlock_unlock(&c->ex->lock);
 	if (k == 0)
 		return 0;
-	eg_conn_policy_close(c, EG_END_BUDGET);
+	eg_conn_reset_close(c, EG_END_BUDGET);
 	return -1;
 }
 
@@ -1466,7 +1466,7 @@ eg_conn_close(struct eg_conn *c, enum eg_end end)
 }
 
 void
-eg_conn_policy_close(struct eg_conn *c, enum eg_end end)
+eg_conn_reset_close(struct eg_conn *c, enum eg_end end)
 {
 	static const struct linger rst = { 1, 0 };
 
@@ -1835,7 +1835,7 @@ eg_conn_recheck(struct eg_worker *w, struct eg_session *sess,
 		pthread_rwlock_unlock(&w->ex->lock);
 		if (m == EG_MATCH_ALLOW)
 			continue;
-		eg_conn_policy_close(c, why);
+		eg_conn_reset_close(c, why);
 		n++;
 	}
 	return n;
@@ -1860,7 +1860,7 @@ eg_conn_close_session(struct eg_worker *w, struct eg_session *sess)
 		if (c->allowed)
 			n++;
 		if (c->allowed || c->kept)
-			eg_conn_policy_close(c, EG_END_SESSION_CLOSED);
+			eg_conn_reset_close(c, EG_END_SESSION_CLOSED);
 		else
 			eg_conn_close(c, EG_END_SESSION_CLOSED);
 	}

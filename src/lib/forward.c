@@ -375,7 +375,9 @@ fwd_response(struct eg_conn *c)
 			    errno == EWOULDBLOCK))
 				break;
 			if (n <= 0) {
-				if (f->resp_fr.eof_delim) {
+				/* EOF ends a close-delimited body; a read
+				 * error (a reset) cuts it short */
+				if (n == 0 && f->resp_fr.eof_delim) {
 					f->resp_done = 1;
 					break;
 				}
@@ -475,7 +477,13 @@ eg_forward_do(struct eg_conn *c)
 	if (r.st != EG_IO_AGAIN) {
 		if (fwd_retry(c, r))
 			return EG_IO_AGAIN;	/* CONNECTING */
-		eg_conn_close(c, r.end);
+		/* the upstream failed in the middle of its answer: the
+		 * client must see an error, not a short body and a FIN */
+		if (r.end == EG_END_UPSTREAM_CLOSED && f->resp_head_done &&
+		    !f->resp_done)
+			eg_conn_reset_close(c, r.end);
+		else
+			eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
 	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)

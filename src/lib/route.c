@@ -1076,7 +1076,13 @@ eg_route_do(struct eg_conn *c)
 			eg_conn_refuse_rf(c, EG_RF_UPSTREAM_CLOSED, &ra);
 			return EG_IO_OK;
 		}
-		eg_conn_close(c, r.end);
+		/* the upstream failed in the middle of its answer: the
+		 * client must see an error, not a short body and a FIN */
+		if (r.end == EG_END_UPSTREAM_CLOSED && rt->sent_resp &&
+		    !rt->resp_done)
+			eg_conn_reset_close(c, r.end);
+		else
+			eg_conn_close(c, r.end);
 		return EG_IO_CLOSED;
 	}
 	/* a byte budget crossed mid-request: reset (end=budget) */

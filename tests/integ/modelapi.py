@@ -226,6 +226,19 @@ class H(http.server.BaseHTTPRequestHandler):
             s.close()
             self.close_connection = True
             return
+        if path == "/v1/resetmid":
+            # a close-delimited answer cut short by a reset
+            log("resetmid " + path)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                             b"Content-Type: text/plain\r\n\r\n"
+                             b"the first part of the answer\n")
+            self.wfile.flush()
+            time.sleep(0.3)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if path == "/v1/slow":
             self.sse_start()
             try:

@@ -17,7 +17,8 @@ Kinds:
            the path, the request body's length and SHA-256, and every
            request header received, one per line ("h: Name: value").
            /chunked answers chunked, /close close-delimited (/closebigN
-           with N more bytes), anything else
+           with N more bytes; /resetmid the same, then a reset instead
+           of the close), anything else
            with Content-Length; keep-alive; request bodies with
            Content-Length or chunked.  /cclose answers with Content-Length
            and "Connection: close", /http10 as HTTP/1.0 without
@@ -52,6 +53,7 @@ import os
 import random
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -276,6 +278,15 @@ def http(s, first=b""):
                     resp += b"Connection: close\r\n"
                 s.sendall(resp + b"\r\n" + payload)
                 continue    # and keep the connection open all the same
+            elif path.startswith("/resetmid"):
+                # a close-delimited answer cut short by a reset
+                s.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                          b"Content-Type: text/plain\r\n\r\n" + payload)
+                time.sleep(0.3)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+                s.close()
+                return
             elif path.startswith("/close"):
                 s.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
                           b"Content-Type: text/plain\r\n\r\n" + payload)
