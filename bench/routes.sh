@@ -17,7 +17,7 @@
 # an earlier commit) adds its column, run interleaved with the others.
 #
 # Needs nginx (apt-get install nginx-light), openssl, python3, a C
-# compiler (bench/httpload.c is the load generator).  Loopback only:
+# compiler (bench/httpload.c is the load generator), taskset (util-linux).  Loopback only:
 # 127.0.0.2 (proxies), 127.0.0.3 (upstreams).  One worker each.
 set -u
 B=$(cd "${1:?usage: bench/routes.sh BUILDDIR [ROUNDS] [REQUESTS]}" && pwd)
@@ -142,6 +142,21 @@ accepts()
 	echo "$r" | awk 'f { print $1; exit } /accepts/ { f = 1 }'
 }
 
+# The 1-connection runs put the load generator, the proxy and the
+# upstream on CPU 0 (PIN=0: left where the scheduler puts them).  One
+# request at a time leaves nothing to run in parallel, and on this VM
+# (cpuidle haltpoll) a wake-up across vCPUs costs tens of microseconds and
+# depends on where each process happens to sit: unpinned, the same nginx
+# was 25 % faster with its access log than without, and the order of the
+# proxies changed from run to run.  Pinned, the row is the CPU work of the
+# request's path, the same placement for every proxy.
+PIN=${PIN:-1}
+UPPID=$(pgrep -P "$(cat "$T/up.pid")" | head -n 1)	# the upstream's worker
+ALLCPU=$(taskset -p $$ | awk '{print $NF}')
+pin1() { [ "$PIN" = 1 ] || return 0; for q; do taskset -a -p 1 "$q" >/dev/null; done; }
+unpin() { [ "$PIN" = 1 ] || return 0; for q; do taskset -a -p "$ALLCPU" "$q" >/dev/null; done; }
+on1() { if [ "$PIN" = 1 ]; then taskset 1 "$@"; else "$@"; fi; }
+
 # load NAME PID PORT CONNS: "rps p50 p99 cpu_us_per_req handshakes"
 # (handshakes: the upstream connections opened during the run)
 load()
@@ -149,13 +164,21 @@ load()
 	local c0 c1 a0 a1 out
 	a0=$(accepts)
 	c0=$(cpu "$2")
-	out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ") || { echo "0 0 0 0 0"; return; }
+	if [ "$4" = 1 ]; then
+		pin1 "$2" "$UPPID"
+		out=$(on1 "$T/httpload" 127.0.0.2 "$3" 1 "$N" "$REQ")
+		unpin "$2" "$UPPID"
+	else
+		out=$("$T/httpload" 127.0.0.2 "$3" "$4" "$N" "$REQ")
+	fi || { echo "0 0 0 0 0"; return; }
 	c1=$(cpu "$2")
 	a1=$(accepts)
 	echo "$out" | awk -v c="$((c1 - c0))" -v n="$N" \
 	    -v h="$((a1 - a0 - 1))" '{print $2, $4, $6, c / 1000 / n, h}'
 }
-base=$("$T/httpload" 127.0.0.3 "$PP" 1 "$N" "$REQ")
+pin1 "$UPPID"
+base=$(on1 "$T/httpload" 127.0.0.3 "$PP" 1 "$N" "$REQ")
+unpin "$UPPID"
 b50=$(echo "$base" | awk '{print $4}'); b99=$(echo "$base" | awk '{print $6}')
 
 first_event()	# PORT PATH: p50 ms from the upstream's send to receipt
@@ -192,8 +215,13 @@ for who in $WHO; do
 done
 declare -A R
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+# the order turns by one each round, so that no proxy always runs first
+# or right after the same other one (this VM's idle loop, cpuidle haltpoll,
+# makes a run faster or slower with what ran just before it)
+read -r -a ORDER <<<"$WHO"
 for r in $(seq 1 "$ROUNDS"); do
-	for who in $WHO; do
+	k=$(( (r - 1) % ${#ORDER[@]} ))
+	for who in "${ORDER[@]:k}" "${ORDER[@]:0:k}"; do
 		path=/tick/v1/tick
 		case $who in
 		egressd)	pid=$EGPID; p=$PE ;;
@@ -215,7 +243,7 @@ col()	# WHO KEY FIELD
 	local r
 	for r in $(seq 1 "$ROUNDS"); do echo "${R[$1,$2,$r]}" | awk -v f="$3" '{print $f}'; done | med
 }
-echo "baseline (direct plain HTTP to the upstream, 1 connection): p50 ${b50} us, p99 ${b99} us"
+echo "baseline (direct plain HTTP to the upstream, 1 connection$([ "$PIN" = 1 ] && echo ', on CPU 0')): p50 ${b50} us, p99 ${b99} us"
 echo "load average (1, 5, 15 min) before the rounds: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 row()	# LABEL KEY FIELD FORMAT [OFFSET]: one cell per contender
