@@ -1053,8 +1053,17 @@ eg_route_do(struct eg_conn *c)
 	r = eg_body_pump(c, &rt->req, rt->route->max_request_bytes, up_flush,
 	    EG_END_UPSTREAM_CLOSED);
 	if (r.st == EG_IO_ERR && r.end == EG_END_NONE) {
-		/* a chunked body over max_request_bytes */
+		/* a chunked body over max_request_bytes, found only after
+		 * the ALLOW (one over it before is a BLOCK): the CLOSE line
+		 * will say end=error, the error log says why */
 		up_close(c);
+		eg_log(c->ex, EGRESS_LOG_WARN, "route %s id=%llu: end=error: "
+		    "the chunked request body passed max_request_bytes (%llu) "
+		    "after the ALLOW: %s", rt->route->name,
+		    (unsigned long long)c->id,
+		    (unsigned long long)rt->route->max_request_bytes,
+		    rt->sent_resp ? "the answer had begun, both connections "
+		    "closed" : "413, the upstream request cancelled");
 		if (!rt->sent_resp) {
 			eg_conn_refusal_arg(c, &ra);
 			ra.route = rt->route->name;
