@@ -151,6 +151,10 @@ accepts()
 # proxies changed from run to run.  Pinned, the row is the CPU work of the
 # request's path, the same placement for every proxy.
 PIN=${PIN:-1}
+if [ "$PIN" = 1 ] && ! command -v taskset >/dev/null; then
+	echo "taskset not found (util-linux): the 1-connection runs are not pinned" >&2
+	PIN=0
+fi
 UPPID=$(pgrep -P "$(cat "$T/up.pid")" | head -n 1)	# the upstream's worker
 ALLCPU=$(taskset -p $$ | awk '{print $NF}')
 pin1() { [ "$PIN" = 1 ] || return 0; for q; do taskset -a -p 1 "$q" >/dev/null; done; }
