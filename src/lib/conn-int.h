@@ -214,6 +214,19 @@ void	eg_conn_close(struct eg_conn *, enum eg_end);
  * close-delimited body would otherwise look complete).
  */
 void	eg_conn_reset_close(struct eg_conn *, enum eg_end);
+/*
+ * The upstream ended an exchange (end): close, with a reset when it ended
+ * in the middle of an answer the client was getting (cut: its head sent,
+ * not its end), so that a short body cannot look complete behind a FIN.
+ */
+void	eg_conn_close_upstream(struct eg_conn *, enum eg_end, int cut);
+/*
+ * Why c is about to end with end=error, as a warning in the error log (the
+ * CLOSE line has no field for it): "route NAME id=N" or "tunnel
+ * HOST:PORT id=N", then the reason.
+ */
+void	eg_conn_why(struct eg_conn *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 /* After EG_BUDGET_DUE(): fold the bytes into the session's counts; 0, or
  * -1 when a byte budget is crossed: then the connection is reset and
  * closed (end=budget). */
@@ -245,9 +258,6 @@ int	eg_pend_append(struct eg_conn *, struct pend *, const void *, size_t);
 enum eg_io_st eg_pend_flush(struct eg_conn *, struct pend *, int);
 enum eg_io_st eg_tunnel_do(struct eg_conn *);
 enum eg_io_st eg_tunnel_do_sni(struct eg_conn *);
-/* Why c is about to end with end=error, in the error log (the CLOSE line
- * has no field for it; its host:port and id tie the two together). */
-void	eg_tunnel_why(struct eg_conn *, const char *why);
 
 /*
  * conn.c, for route.c: the refusal and failure paths of every request.

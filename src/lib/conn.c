@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -1481,6 +1482,36 @@ eg_conn_reset_close(struct eg_conn *c, enum eg_end end)
 	eg_conn_close(c, end);
 }
 
+void
+eg_conn_close_upstream(struct eg_conn *c, enum eg_end end, int cut)
+{
+	if (cut && end == EG_END_UPSTREAM_CLOSED)
+		eg_conn_reset_close(c, end);
+	else
+		eg_conn_close(c, end);
+}
+
+void
+eg_conn_why(struct eg_conn *c, const char *fmt, ...)
+{
+	struct eg_event ev;
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	memset(&ev, 0, sizeof(ev));
+	eg_route_event(c, &ev);		/* ev.route: a route request's */
+	if (ev.route != NULL)
+		eg_log(c->ex, EGRESS_LOG_WARN, "route %s id=%llu: end=error: "
+		    "%s", ev.route, (unsigned long long)c->id, why);
+	else
+		eg_log(c->ex, EGRESS_LOG_WARN, "tunnel %s:%u id=%llu: "
+		    "end=error: %s", c->t.host.name, (unsigned)c->t.port,
+		    (unsigned long long)c->id, why);
+}
+
 /* A zeroed connection: from the worker's pool, else a new one. */
 static struct eg_conn *
 conn_get(struct eg_worker *w)
@@ -1625,7 +1656,7 @@ conn_timeout(void *arg)
 			/* a ClientHello started but did not finish within
 			 * header_timeout: a stalling client, not an idle one
 			 * (the CLOSE line has no field for why) */
-			eg_tunnel_why(c, "sni_check: the client's "
+			eg_conn_why(c, "sni_check: the client's "
 			    "ClientHello was not complete within "
 			    "header_timeout; nothing was forwarded");
 			eg_conn_close(c, EG_END_ERROR);

@@ -477,13 +477,8 @@ eg_forward_do(struct eg_conn *c)
 	if (r.st != EG_IO_AGAIN) {
 		if (fwd_retry(c, r))
 			return EG_IO_AGAIN;	/* CONNECTING */
-		/* the upstream failed in the middle of its answer: the
-		 * client must see an error, not a short body and a FIN */
-		if (r.end == EG_END_UPSTREAM_CLOSED && f->resp_head_done &&
-		    !f->resp_done)
-			eg_conn_reset_close(c, r.end);
-		else
-			eg_conn_close(c, r.end);
+		eg_conn_close_upstream(c, r.end,
+		    f->resp_head_done && !f->resp_done);
 		return EG_IO_CLOSED;
 	}
 	if (EG_BUDGET_DUE(c) && eg_conn_budget_check(c) == -1)

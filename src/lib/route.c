@@ -1057,10 +1057,8 @@ eg_route_do(struct eg_conn *c)
 		 * the ALLOW (one over it before is a BLOCK): the CLOSE line
 		 * will say end=error, the error log says why */
 		up_close(c);
-		eg_log(c->ex, EGRESS_LOG_WARN, "route %s id=%llu: end=error: "
-		    "the chunked request body passed max_request_bytes (%llu) "
-		    "after the ALLOW: %s", rt->route->name,
-		    (unsigned long long)c->id,
+		eg_conn_why(c, "the chunked request body passed "
+		    "max_request_bytes (%llu) after the ALLOW: %s",
 		    (unsigned long long)rt->route->max_request_bytes,
 		    rt->sent_resp ? "the answer had begun, both connections "
 		    "closed" : "413, the upstream request cancelled");
@@ -1085,13 +1083,8 @@ eg_route_do(struct eg_conn *c)
 			eg_conn_refuse_rf(c, EG_RF_UPSTREAM_CLOSED, &ra);
 			return EG_IO_OK;
 		}
-		/* the upstream failed in the middle of its answer: the
-		 * client must see an error, not a short body and a FIN */
-		if (r.end == EG_END_UPSTREAM_CLOSED && rt->sent_resp &&
-		    !rt->resp_done)
-			eg_conn_reset_close(c, r.end);
-		else
-			eg_conn_close(c, r.end);
+		eg_conn_close_upstream(c, r.end, rt->sent_resp &&
+		    !rt->resp_done);
 		return EG_IO_CLOSED;
 	}
 	/* a byte budget crossed mid-request: reset (end=budget) */

@@ -171,14 +171,6 @@ eg_pend_flush(struct eg_conn *c, struct pend *p, int fd)
 
 /* --- tunnel ---------------------------------------------------------------- */
 
-void
-eg_tunnel_why(struct eg_conn *c, const char *why)
-{
-	eg_log(c->ex, EGRESS_LOG_WARN, "tunnel %s:%u id=%llu: end=error: %s",
-	    c->t.host.name, (unsigned)c->t.port, (unsigned long long)c->id,
-	    why);
-}
-
 /*
  * The zero-copy path of pump(): src -> pipe -> dst with splice(2).  A pipe
  * is held only while it has bytes the peer did not take yet; an idle
@@ -330,7 +322,7 @@ pump(struct eg_conn *c, int src, int dst, struct pend *p, int *src_eof,
 		if (m < n) {
 			if (eg_pend_append(c, p, s + m, (size_t)(n - m)) ==
 			    -1) {
-				eg_tunnel_why(c, "out of memory for bytes the "
+				eg_conn_why(c, "out of memory for bytes the "
 				    "peer did not take yet");
 				return EG_IO_RES(EG_IO_ERR, EG_END_ERROR);
 			}
@@ -439,7 +431,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 	conn_half_open(c);	/* the upstream may end while we wait */
 	/* the ClientHello is held whole: SNIBUF at least */
 	if (p->b.p == NULL && eg_pend_reserve(c, p, SNIBUF) == -1) {
-		eg_tunnel_why(c, "out of memory for the ClientHello hold "
+		eg_conn_why(c, "out of memory for the ClientHello hold "
 		    "buffer");
 		eg_conn_close(c, EG_END_ERROR);
 		return EG_IO_CLOSED;
@@ -493,7 +485,7 @@ eg_tunnel_do_sni(struct eg_conn *c)
 		/* a stream whose first byte is 22 is held as TLS (sni_check):
 		 * a hello egressd cannot read whole is refused, not guessed */
 		c->sni[0] = '\0';
-		eg_tunnel_why(c, r == EG_SNI_BAD ? "sni_check: the client's "
+		eg_conn_why(c, r == EG_SNI_BAD ? "sni_check: the client's "
 		    "first bytes begin a TLS handshake record but are not a "
 		    "well-formed ClientHello; nothing was forwarded" :
 		    "sni_check: the client's ClientHello is larger than "
