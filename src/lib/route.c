@@ -383,9 +383,9 @@ up_alive(struct eg_conn *c)
 static int
 up_kept_alive(struct eg_conn *c)
 {
-	if (c->uio.fd != -1 && (c->tls == NULL || !eg_tls_buffered(c->tls)) &&
-	    eg_io_quiet(c->w->loop, &c->uio, EPOLLIN | EPOLLRDHUP))
-		return 1;
+	if (eg_io_quiet(c->w->loop, &c->uio, EPOLLIN | EPOLLRDHUP) &&
+	    (c->tls == NULL || !eg_tls_buffered(c->tls)))
+		return 1;	/* (in epoll: it has its socket) */
 	return up_alive(c);
 }
 
