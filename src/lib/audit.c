@@ -989,17 +989,92 @@ int
 eg_audit_emit(struct eg_audit *a, const struct egress_event *ev,
     int *change)
 {
-	return eg_audit_emit_ring(a, ev, NULL, change);
+	return eg_audit_emit_ring(a, ev, NULL, NULL, 0, change);
+}
+
+/*
+ * The outcome of a write to a's log: a is failing from a failed write
+ * until one succeeds; *change (if not NULL) says when that flipped.
+ * Returns rc; errno is kept.
+ */
+static int
+audit_result(struct eg_audit *a, int rc, int *change)
+{
+	int e = errno, was;
+
+	was = __atomic_exchange_n(&a->failing, rc == -1, __ATOMIC_RELAXED);
+	if (change != NULL)
+		*change = was == (rc == -1) ? 0 : rc == -1 ? 1 : -1;
+	errno = e;
+	return rc;
+}
+
+/* What waits in b, in one write(2); a failure counts each line. */
+static int
+batch_write(struct eg_audit_batch *b)
+{
+	int rc;
+
+	if (b->len == 0)
+		return 0;
+	rc = eg_audit_write_all(b->fd, b->buf, b->len);
+	if (rc == -1)
+		__atomic_add_fetch(&b->a->write_errors, b->lines,
+		    __ATOMIC_RELAXED);
+	b->len = 0;
+	b->lines = 0;
+	return rc;
+}
+
+int
+eg_audit_batch_flush(struct eg_audit_batch *b, int *change)
+{
+	if (change != NULL)
+		*change = 0;
+	if (b->len == 0)
+		return 0;
+	return audit_result(b->a, batch_write(b), change);
+}
+
+/*
+ * An unchained file's line, through b (audit.h): added to what waits,
+ * and written with it unless it may wait too.  What waits for another
+ * log or descriptor, or has no room for the line, is written first.
+ */
+static int
+file_put(struct eg_audit *a, struct eg_audit_batch *b, int wait, int fd,
+    const char *line, size_t n)
+{
+	int rc = 0;
+
+	if (b == NULL || a->private || n > sizeof(b->buf)) {
+		rc = eg_audit_write_all(fd, line, n);
+		if (rc == -1)
+			__atomic_add_fetch(&a->write_errors, 1,
+			    __ATOMIC_RELAXED);
+		return rc;
+	}
+	if (b->len > 0 && (b->a != a || b->fd != fd ||
+	    b->len + n > sizeof(b->buf)))
+		rc = batch_write(b);
+	memcpy(b->buf + b->len, line, n);
+	b->len += n;
+	b->lines++;
+	b->a = a;
+	b->fd = fd;
+	if (wait)
+		return rc;
+	return batch_write(b) == -1 ? -1 : rc;
 }
 
 int
 eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
-    struct eg_ring *rg, int *change)
+    struct eg_ring *rg, struct eg_audit_batch *b, int wait, int *change)
 {
 	char line[EG_AUDIT_LINE], text[EG_AUDIT_LINE];
 	const char *out = line;
 	size_t n = 0, nj = 0;
-	int rc = 0, e, was;
+	int rc = 0;
 	/* read once: a reload may change them (eg_audit_reconfigure) */
 	int json = __atomic_load_n(&a->json, __ATOMIC_RELAXED);
 	int sink = __atomic_load_n(&a->sink, __ATOMIC_RELAXED);
@@ -1013,32 +1088,24 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 	/* a JSON log: the line is made once, for the log and the ring */
 	if (json)
 		n = nj = eg_audit_format(ev, 1, line, sizeof(line));
-	if (fd != -1 && a->chain != NULL) {
-		rc = emit_chained(a, ev, json ? line : NULL, nj);
-		e = errno;
-		was = __atomic_exchange_n(&a->failing, rc == -1,
-		    __ATOMIC_RELAXED);
-		if (change != NULL && was != (rc == -1))
-			*change = rc == -1 ? 1 : -1;
-		errno = e;
-	} else if (fd != -1 || sink != EG_SINK_FILE) {
+	if (fd != -1 && a->chain != NULL)
+		rc = audit_result(a, emit_chained(a, ev, json ? line : NULL,
+		    nj), change);
+	else if (fd != -1 || sink != EG_SINK_FILE) {
 		if (!json) {
 			n = eg_audit_format(ev, 0, text, sizeof(text));
 			out = text;
 		}
 		/* one write(2), unless a pipe takes the line in pieces; or
 		 * one journal/syslog message */
-		rc = sink != EG_SINK_FILE ? audit_sink_emit(sink, ev, out, n) :
-		    eg_audit_write_all(fd, out, n);
-		e = errno;
-		if (rc == -1)
-			__atomic_add_fetch(&a->write_errors, 1,
-			    __ATOMIC_RELAXED);
-		was = __atomic_exchange_n(&a->failing, rc == -1,
-		    __ATOMIC_RELAXED);
-		if (change != NULL && was != (rc == -1))
-			*change = rc == -1 ? 1 : -1;
-		errno = e;
+		if (sink != EG_SINK_FILE) {
+			rc = audit_sink_emit(sink, ev, out, n);
+			if (rc == -1)
+				__atomic_add_fetch(&a->write_errors, 1,
+				    __ATOMIC_RELAXED);
+		} else
+			rc = file_put(a, b, wait, fd, out, n);
+		audit_result(a, rc, change);
 	}
 	/* an ALLOW that is not in the log is not a decision: the caller
 	 * refuses instead, and that refusal is what the ring records */

@@ -72,11 +72,39 @@ void		 eg_audit_close(struct eg_audit *);
 int		 eg_audit_emit(struct eg_audit *, const struct egress_event *,
 		    int *change);
 
+/*
+ * A loop thread's batch of lines for the main log (worker.c owns one per
+ * worker, event.c fills it).  A line that may wait (wait = 1: the CLOSE
+ * of a request or tunnel that ended as it should) is kept here; any other
+ * line of the thread is written in one write(2) with the lines waiting
+ * before it, so a kept-alive request costs one write(2) for its CLOSE and
+ * the next request's ALLOW.  What waits is written by
+ * eg_audit_batch_flush() at the latest EG_AUDIT_BATCH_MS after it came
+ * (the worker's timer) and when the worker stops.  Only an unchained
+ * file (or standard output) is batched, never a session's own file or
+ * a chained log.  Decisions never wait.
+ */
+#define EG_AUDIT_BATCH_BYTES	4096	/* PIPE_BUF: one write to a pipe
+					   stays whole */
+#define EG_AUDIT_BATCH_MS	2
+
+struct eg_audit_batch {
+	struct eg_audit	*a;		/* the log of what waits */
+	int		 fd;		/* its descriptor (the number stays
+					   open for the life of a) */
+	unsigned	 lines;
+	size_t		 len;
+	char		 buf[EG_AUDIT_BATCH_BYTES];
+};
+
 /* The same, recording the event in ring (NULL: the log's own ring, the
- * default session's) instead. */
+ * default session's) instead, through batch b (NULL: written at once). */
 int		 eg_audit_emit_ring(struct eg_audit *,
 		    const struct egress_event *, struct eg_ring *ring,
-		    int *change);
+		    struct eg_audit_batch *b, int wait, int *change);
+/* Write what waits in b: 0, or -1 (errno; the lines count as failed
+ * writes); *change as for eg_audit_emit(). */
+int		 eg_audit_batch_flush(struct eg_audit_batch *b, int *change);
 
 /*
  * Write n bytes to fd to completion: short writes and EINTR are retried,

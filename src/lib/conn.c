@@ -230,6 +230,7 @@ conn_event(struct eg_conn *c, struct eg_event *ev, enum egress_event_type t)
 	ev->client = c->client;
 	ev->method = c->method;
 	ev->sess = c->sess;
+	ev->batch = &c->w->batch;	/* c's loop thread */
 	if (c->relay == 2) {
 		ev->pid = c->rpid;
 		ev->exe = c->rexe != NULL ? c->rexe : "";

@@ -118,6 +118,41 @@ event_audit(struct egress *ex, struct eg_session *s)
 	return a != NULL ? a : ex->audit;
 }
 
+/* The first failure of the log and its recovery are logged, not every
+ * line (change: eg_audit_emit()). */
+static void
+emit_change(struct egress *ex, int change)
+{
+	if (change > 0)
+		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
+		    "refusing what would be allowed until it works again",
+		    strerror(errno));
+	else if (change < 0)
+		eg_log(ex, EGRESS_LOG_INFO, "audit log writes work again");
+}
+
+/*
+ * May e's line wait in its batch (audit.h) for the next line?  The CLOSE
+ * of a request or tunnel that ended as it should: nobody waits for it.
+ * A decision never waits, nor the CLOSE of a policy's end (a phase
+ * change, a reload, a budget...), which the admin API's answer follows.
+ */
+static int
+event_may_wait(const struct eg_event *e)
+{
+	return e->type == EGRESS_EV_CLOSE && (e->end == EG_END_DONE ||
+	    e->end == EG_END_CLIENT_CLOSED || e->end == EG_END_UPSTREAM_CLOSED);
+}
+
+void
+eg_emit_flush(struct egress *ex, struct eg_audit_batch *b)
+{
+	int change;
+
+	(void)eg_audit_batch_flush(b, &change);
+	emit_change(ex, change);
+}
+
 int
 eg_emit(struct egress *ex, const struct eg_event *e)
 {
@@ -137,14 +172,9 @@ eg_emit(struct egress *ex, const struct eg_event *e)
 	/* counted against its session, kept in its ring, written to its
 	 * file (egress_session_set_audit()) or the main log */
 	rc = eg_audit_emit_ring(event_audit(ex, e->sess), &ev,
-	    eg_session_event(ex, e->sess, e->type), &change);
-	/* the first failure and the recovery are logged, not every line */
-	if (change > 0)
-		eg_log(ex, EGRESS_LOG_ERR, "audit log write failed: %s; "
-		    "refusing what would be allowed until it works again",
-		    strerror(errno));
-	else if (change < 0)
-		eg_log(ex, EGRESS_LOG_INFO, "audit log writes work again");
+	    eg_session_event(ex, e->sess, e->type), e->batch,
+	    event_may_wait(e), &change);
+	emit_change(ex, change);
 	if (rc == -1 && e->type == EGRESS_EV_ALLOW)
 		return -1;
 	eg_metrics_event(ex->metrics, e);

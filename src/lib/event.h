@@ -15,6 +15,7 @@
 struct egress;
 struct eg_phase;
 struct eg_session;
+struct eg_audit_batch;
 
 enum eg_end {
 	EG_END_NONE,
@@ -68,11 +69,16 @@ struct eg_event {
 	int64_t			 tokens_in, tokens_out, tokens_cached;
 						/* CLOSE: -1 none */
 	const char		*pid, *exe;	/* via egressd's own relay */
+	struct eg_audit_batch	*batch;		/* the loop thread's, or NULL:
+						   the line goes at once */
 };
 
 /* Timestamp, write, count, tell the subscribers.  -1 when the audit line
  * could not be written; a failed ALLOW is then not counted or passed on:
  * the caller must refuse the request (EG_R_AUDIT_FAILED) instead. */
 int	eg_emit(struct egress *, const struct eg_event *);
+
+/* Write the lines waiting in b (audit.h), on b's loop thread. */
+void	eg_emit_flush(struct egress *, struct eg_audit_batch *b);
 
 #endif

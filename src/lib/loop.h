@@ -91,6 +91,11 @@ void		 eg_timer_init(struct eg_timer *, eg_timer_fn *, void *);
  */
 int		 eg_timer_arm(struct eg_loop *, struct eg_timer *, uint64_t ms);
 void		 eg_timer_stop(struct eg_loop *, struct eg_timer *);
+static inline int
+eg_timer_armed(const struct eg_timer *t)
+{
+	return t->slot != 0;
+}
 /*
  * Make room in the heap for n more timers, so that arming them never
  * allocates: a connection reserves its timer when it is accepted and

@@ -211,7 +211,7 @@ eg_upool_put(struct eg_upool *p, struct eg_session *sess, unsigned kind,
 		(void)eg_upool_drop_one(e);
 		return -1;
 	}
-	if (p->tmo.slot == 0 || e->deadline < p->tmo.when)
+	if (!eg_timer_armed(&p->tmo) || e->deadline < p->tmo.when)
 		(void)eg_timer_arm(p->loop, &p->tmo, idle_ms);
 	return 0;
 }

@@ -355,11 +355,25 @@ worker_after(void *arg)
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
 		eg_loop_break(w->loop);
 	}
+	/* the lines of this round that wait go out within
+	 * EG_AUDIT_BATCH_MS (or with the next line), or now if no timer
+	 * can be armed */
+	if (w->batch.len > 0 && !eg_timer_armed(&w->batch_flush) &&
+	    eg_timer_arm(w->loop, &w->batch_flush, EG_AUDIT_BATCH_MS) == -1)
+		eg_emit_flush(w->ex, &w->batch);
 	eg_conn_reap(w);
 	eg_dns_reap(w->dns);
 	eg_free(w->lio_dead);
 	w->lio_dead = NULL;
 	worker_sess_reap(w);
+}
+
+static void
+worker_batch_flush(void *arg)
+{
+	struct eg_worker *w = arg;
+
+	eg_emit_flush(w->ex, &w->batch);
 }
 
 void *
@@ -368,6 +382,7 @@ eg_worker_main(void *arg)
 	struct eg_worker *w = arg;
 
 	eg_loop_run(w->loop);
+	eg_emit_flush(w->ex, &w->batch);
 	return NULL;
 }
 
@@ -401,6 +416,7 @@ eg_workers_create(struct egress *ex, struct eg_err *errp)
 		eg_cfg_ref(w->cfg);
 		eg_upool_init(&w->upool, w->loop);
 		eg_timer_init(&w->accept_pause, worker_resume, w);
+		eg_timer_init(&w->batch_flush, worker_batch_flush, w);
 		eg_loop_set_after(w->loop, worker_after, w);
 		if (worker_set_listeners(w) == -1) {
 			ex->nw = i + 1;
@@ -422,6 +438,7 @@ eg_workers_free(struct egress *ex)
 		if (w->loop == NULL)
 			continue;
 		eg_conn_close_all(w, EG_END_SHUTDOWN);
+		eg_emit_flush(ex, &w->batch);
 		eg_upool_free(&w->upool);
 		eg_dns_free(w->dns);
 		eg_conn_reap(w);
@@ -450,7 +467,22 @@ eg_workers_free(struct egress *ex)
 struct each_cmd {
 	struct eg_worker	*w;		/* the loop it runs on */
 	unsigned		 closed;	/* what it closed there */
+	eg_cmd_fn		*fn;		/* the command */
 };
+
+/*
+ * On the loop: the lines waiting in its batch go first.  The line of the
+ * action behind the command (PHASE, SESSION) is written after every loop
+ * ran it, so the log shows what ended before the action before its line.
+ */
+static void
+each_cmd(void *arg)
+{
+	struct each_cmd *e = arg;
+
+	eg_emit_flush(e->w->ex, &e->w->batch);
+	e->fn(arg);
+}
 
 /*
  * Run fn on every loop, one after the other, with arg: a struct whose
@@ -462,10 +494,11 @@ workers_each(struct egress *ex, eg_cmd_fn *fn, struct each_cmd *e)
 	unsigned n = 0;
 	size_t i;
 
+	e->fn = fn;
 	for (i = 0; i < ex->nw; i++) {
 		e->w = &ex->w[i];
 		e->closed = 0;	/* stays 0 if that loop has ended */
-		worker_call(ex, &ex->w[i], fn, e);
+		worker_call(ex, &ex->w[i], each_cmd, e);
 		n += e->closed;
 	}
 	return n;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit.h"
 #include "core.h"
 #include "err.h"
 #include "event.h"
@@ -48,6 +49,8 @@ struct eg_worker {
 						   before its swap */
 	struct eg_timer		 accept_pause;
 	int			 paused;
+	struct eg_audit_batch	 batch;		/* lines waiting (audit.h) */
+	struct eg_timer		 batch_flush;	/* ...at most this long */
 	struct eg_conn		*conns;		/* every live connection */
 	struct eg_conn		*dead;		/* freed after the batch */
 	/* free lists (eg_freelist_get()) */

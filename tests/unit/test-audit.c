@@ -4,6 +4,8 @@
  */
 #include "egress-int.h"
 
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -250,6 +252,138 @@ test_redact(void)
 	    "no list: unchanged");
 }
 
+/* The size of the file at path (-1: none). */
+static long
+file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Lines waiting in a batch (audit.h): what waits, what goes with what,
+ * in how many write(2)s (a packet pipe: each read is one write). */
+static void
+test_batch(void)
+{
+	struct eg_audit_batch b = { 0 };
+	struct egress_event ev;
+	struct eg_audit *a, *priv;
+	struct eg_err err;
+	char path[] = "/tmp/test-audit-batch.XXXXXX", buf[16384];
+	char ppath[] = "/tmp/test-audit-priv.XXXXXX";
+	int fd, p[2], saved, i, packets, good, change;
+	ssize_t n;
+	uint64_t nerr;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.host = "h.test";
+	ev.port = 443;
+	ev.phase = "p";
+	ev.end = "done";
+	fd = mkstemp(path);
+	a = fd != -1 ? eg_audit_open(path, 0, 8, &err) : NULL;
+	ok(a != NULL, "open a file as the audit log");
+	if (a == NULL)
+		return;
+	ev.type = EGRESS_EV_CLOSE;
+	ev.id = 1;
+	ok(eg_audit_emit_ring(a, &ev, NULL, &b, 1, NULL) == 0 &&
+	    file_size(path) == 0 && b.lines == 1,
+	    "a CLOSE that may wait is not written yet");
+	ev.type = EGRESS_EV_ALLOW;
+	ev.id = 2;
+	ok(eg_audit_emit_ring(a, &ev, NULL, &b, 0, NULL) == 0 && b.len == 0,
+	    "an ALLOW is written at once, and takes the CLOSE with it");
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	ok(n > 0 && strstr(buf, " CLOSE h.test:443 id=1 ") != NULL &&
+	    strstr(buf, " ALLOW h.test:443 id=2 ") > strstr(buf, " CLOSE "),
+	    "the file has the CLOSE, then the ALLOW");
+	ev.type = EGRESS_EV_CLOSE;
+	ev.id = 3;
+	eg_audit_emit_ring(a, &ev, NULL, &b, 1, NULL);
+	ok(eg_audit_batch_flush(&b, &change) == 0 && change == 0 &&
+	    b.len == 0, "a flush empties the batch");
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	ok(strstr(buf, " CLOSE h.test:443 id=3 ") != NULL,
+	    "and writes what waited");
+
+	/* a session's own file is never batched: it is closed with the
+	 * session, maybe before a flush */
+	close(mkstemp(ppath));
+	priv = eg_audit_open_private(ppath, 0, &err);
+	ok(priv != NULL && eg_audit_emit_ring(priv, &ev, NULL, &b, 1,
+	    NULL) == 0 && file_size(ppath) > 0 && b.len == 0,
+	    "a session's own file: the CLOSE is written at once");
+	eg_audit_close(priv);
+	unlink(ppath);
+	eg_audit_close(a);
+	close(fd);
+	unlink(path);
+
+	/* standard output as a packet pipe: a read returns one write(2) */
+	if (pipe2(p, O_DIRECT) == -1) {
+		ok(1, "# SKIP no packet pipes (O_DIRECT)");
+		return;
+	}
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(p[1], STDOUT_FILENO);
+	a = eg_audit_open("-", 0, 8, &err);
+	for (i = 1; a != NULL && i <= 40; i++) {
+		ev.id = (uint64_t)i;
+		ev.type = i % 10 == 0 ? EGRESS_EV_ALLOW : EGRESS_EV_CLOSE;
+		eg_audit_emit_ring(a, &ev, NULL, &b, ev.type ==
+		    EGRESS_EV_CLOSE, NULL);
+	}
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(p[1]);
+	ok(a != NULL, "standard output (a packet pipe) as the audit log");
+	packets = 0;
+	good = 1;
+	while ((n = read(p[0], buf, sizeof(buf) - 1)) > 0) {
+		const char *last;
+		int lines = 0, k;
+
+		packets++;
+		buf[n] = '\0';
+		for (k = 0; k < n; k++)
+			lines += buf[k] == '\n';
+		/* its last line: after the last newline but one */
+		buf[n - 1] = '\0';
+		last = strrchr(buf, '\n');
+		last = last != NULL ? last + 1 : buf;
+		good = good && lines == 10 && strstr(last, " ALLOW ") != NULL;
+	}
+	close(p[0]);
+	ok(packets == 4 && good,
+	    "40 lines, every tenth an ALLOW: 4 write(2)s of 10 lines, each "
+	    "ending with its ALLOW");
+	if (a != NULL)
+		eg_audit_close(a);
+
+	/* a failed batch write counts each of its lines */
+	if (access("/dev/full", W_OK) != 0)
+		return;
+	a = eg_audit_open("/dev/full", 0, 8, &err);
+	if (a == NULL)
+		return;
+	ev.type = EGRESS_EV_CLOSE;
+	eg_audit_emit_ring(a, &ev, NULL, &b, 1, NULL);
+	eg_audit_emit_ring(a, &ev, NULL, &b, 1, NULL);
+	ev.type = EGRESS_EV_ALLOW;
+	ok(eg_audit_emit_ring(a, &ev, NULL, &b, 0, &change) == -1 &&
+	    change == 1, "an ALLOW that goes with two CLOSEs to /dev/full "
+	    "fails");
+	eg_audit_health(a, &nerr, &good);
+	ok(nerr == 3 && good, "three failed lines counted, the log failing");
+	eg_audit_close(a);
+}
+
 int
 main(void)
 {
@@ -439,7 +573,7 @@ main(void)
 		ok(r != NULL, "a ring of 20 of its own");
 		for (i = 1; i <= 50; i++) {
 			ev.id = (uint64_t)i;
-			eg_audit_emit_ring(a, &ev, r, NULL);
+			eg_audit_emit_ring(a, &ev, r, NULL, 0, NULL);
 			if (i == 13) {
 				eg_ring_json(r, 0, 0, ring, sizeof(ring));
 				good = strstr(ring, "{\"seq\":1,") != NULL &&
@@ -469,5 +603,6 @@ main(void)
 	test_write_all();
 	test_failing();
 	test_redact();
+	test_batch();
 	return done_testing();
 }
