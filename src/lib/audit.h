@@ -86,7 +86,9 @@ int		 eg_audit_emit(struct eg_audit *, const struct egress_event *,
  */
 #define EG_AUDIT_BATCH_BYTES	4096	/* PIPE_BUF: one write to a pipe
 					   stays whole */
-#define EG_AUDIT_BATCH_MS	2
+#define EG_AUDIT_BATCH_MS	20	/* more than a clock tick (HZ 100 and up): a
+					   shorter epoll_wait() timeout makes the
+					   kernel program its timer, ~2 us here */
 
 struct eg_audit_batch {
 	struct eg_audit	*a;		/* the log of what waits */
