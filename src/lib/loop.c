@@ -7,6 +7,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@ struct loop_cmd {
 struct eg_loop {
 	int		  epfd;
 	struct eg_io	  wake;		/* eventfd */
+	struct eg_io	  tick;		/* timerfd: the earliest timer */
+	uint64_t	  tick_when;	/* what it is set for (ms), 0: not */
 	int		  stop;
 	uint64_t	  now;
 	uint64_t	  batch;	/* epoll_wait() rounds, from 1 */
@@ -78,11 +81,24 @@ loop_wake_cb(void *arg, uint32_t events)
 	loop_run_cmds(loop);
 }
 
+/* The timerfd fired: the timers due run after the round's events. */
+static void
+loop_tick_cb(void *arg, uint32_t events)
+{
+	struct eg_loop *loop = arg;
+	uint64_t v;
+
+	(void)events;
+	while (read(loop->tick.fd, &v, sizeof(v)) == -1 && errno == EINTR)
+		;
+	loop->tick_when = 0;
+}
+
 struct eg_loop *
 eg_loop_new(struct eg_err *err)
 {
 	struct eg_loop *loop;
-	int fd;
+	int fd, tfd;
 
 	if ((loop = eg_calloc(1, sizeof(*loop))) == NULL) {
 		eg_err_set(err, errno, "out of memory");
@@ -97,8 +113,12 @@ eg_loop_new(struct eg_err *err)
 	loop->capheap = LOOP_TIMERS;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (loop->epfd == -1 || fd == -1) {
-		eg_err_set(err, errno, "epoll/eventfd: %s", strerror(errno));
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (loop->epfd == -1 || fd == -1 || tfd == -1) {
+		eg_err_set(err, errno, "epoll/eventfd/timerfd: %s",
+		    strerror(errno));
+		if (tfd != -1)
+			close(tfd);
 		if (fd != -1)
 			close(fd);
 		if (loop->epfd != -1)
@@ -113,6 +133,8 @@ eg_loop_new(struct eg_err *err)
 	loop->now = eg_clock_ms();
 	eg_io_init(&loop->wake, fd, loop_wake_cb, loop);
 	eg_io_set(loop, &loop->wake, EPOLLIN);
+	eg_io_init(&loop->tick, tfd, loop_tick_cb, loop);
+	eg_io_set(loop, &loop->tick, EPOLLIN);
 	return loop;
 }
 
@@ -127,6 +149,7 @@ eg_loop_free(struct eg_loop *loop)
 	pthread_mutex_unlock(&loop->mtx);
 	loop_run_cmds(loop);
 	close(loop->wake.fd);
+	close(loop->tick.fd);
 	close(loop->epfd);
 	eg_free(loop->heap);
 	pthread_mutex_destroy(&loop->mtx);
@@ -383,9 +406,19 @@ eg_timer_arm(struct eg_loop *loop, struct eg_timer *t, uint64_t ms)
 	return 0;
 }
 
+/*
+ * The timeout of the next epoll_wait(): 0 when a timer is due, else none,
+ * the earliest timer being on the timerfd.  A timeout makes the kernel
+ * start and cancel a timer at every wait: 0.4 us here, and 1.8 us when
+ * the deadline is nearer than its clock tick, for it then programs its
+ * timer device each time (bench/epoll-timeout.c).  The timerfd is set
+ * again only when the earliest timer is sooner than what it is set for;
+ * set for a timer since stopped or moved on, it fires for nothing once.
+ */
 static int
 loop_timeout(struct eg_loop *loop)
 {
+	struct itimerspec its;
 	uint64_t w;
 
 	if (loop->nheap == 0)
@@ -393,9 +426,16 @@ loop_timeout(struct eg_loop *loop)
 	w = loop->heap[0]->when;
 	if (w <= loop->now)
 		return 0;
-	if (w - loop->now > 60000)
-		return 60000;
-	return (int)(w - loop->now);
+	if (loop->tick_when != 0 && loop->tick_when <= w)
+		return -1;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(w / 1000);
+	its.it_value.tv_nsec = (long)(w % 1000) * 1000000;
+	if (timerfd_settime(loop->tick.fd, TFD_TIMER_ABSTIME, &its,
+	    NULL) == -1)	/* (cannot fail with a valid time) */
+		return w - loop->now > 60000 ? 60000 : (int)(w - loop->now);
+	loop->tick_when = w;
+	return -1;
 }
 
 static void

@@ -435,6 +435,21 @@ wait_for_line()
 	return 1
 }
 
+# wait_for_count FILE ERE N [SECONDS]: until N lines of FILE match ERE
+# (default 5 s).  For a line like one already there: a CLOSE may wait
+# 20 ms in its worker's batch after the client has its answer
+# (egressd(8), AUDIT LOG), so read the log only once it is in.
+wait_for_count()
+{
+	local i=0 max=$(( ${4:-5} * 20 ))
+	while [ $i -lt $max ]; do
+		[ "$(count_lines "$1" "$2")" -ge "$3" ] && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
 # count_lines FILE ERE: how many lines of FILE match ERE.
 count_lines()
 {
