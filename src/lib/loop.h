@@ -1,6 +1,7 @@
 /*
  * loop.h: the event loop, one per worker thread: epoll fd interest,
- * millisecond timers on a min-heap, and a cross-thread command queue woken
+ * millisecond timers on a min-heap (the earliest on a timerfd, so that
+ * epoll_wait() needs no timeout), and a cross-thread command queue woken
  * through an eventfd.  Small and closed on purpose (redis ae.h).
  */
 #ifndef EG_LOOP_H
