@@ -69,15 +69,23 @@ loop_run_cmds(struct eg_loop *loop)
 	}
 }
 
+/* Read the 8-byte count of an eventfd or a timerfd: it stops reporting. */
+static void
+counter_read(int fd)
+{
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) == -1 && errno == EINTR)
+		;
+}
+
 static void
 loop_wake_cb(void *arg, uint32_t events)
 {
 	struct eg_loop *loop = arg;
-	uint64_t v;
 
 	(void)events;
-	while (read(loop->wake.fd, &v, sizeof(v)) == -1 && errno == EINTR)
-		;
+	counter_read(loop->wake.fd);
 	loop_run_cmds(loop);
 }
 
@@ -86,11 +94,9 @@ static void
 loop_tick_cb(void *arg, uint32_t events)
 {
 	struct eg_loop *loop = arg;
-	uint64_t v;
 
 	(void)events;
-	while (read(loop->tick.fd, &v, sizeof(v)) == -1 && errno == EINTR)
-		;
+	counter_read(loop->tick.fd);
 	loop->tick_when = 0;
 }
 
