@@ -12,6 +12,8 @@
  * the pool, freed memory: ASan's heap-use-after-free in eg_loop_run).
  * And eg_io_quiet(): true only for an io in epoll since before the round
  * and not reported in it, whichever order the round's events come in.
+ * And the timerfd that holds the earliest timer: set again for a timer
+ * armed sooner than it is set for.
  */
 #include "egress-int.h"
 
@@ -164,6 +166,79 @@ x_cb(void *arg, uint32_t events)
 	f->heard++;
 	if (recv(f->x.fd, &c, 1, 0) != 1)
 		f->spurious++;		/* nothing to read on the new fd */
+}
+
+/* --- the timerfd: a timer armed sooner than the one it is set for ------- */
+
+struct tfd {
+	struct eg_loop	*loop;
+	struct eg_io	 p;		/* a pipe's read end */
+	struct eg_timer	 late, soon, stopped;
+	int		 fired_soon, fired_stopped;
+};
+
+static void
+tfd_soon(void *arg)
+{
+	struct tfd *t = arg;
+
+	t->fired_soon++;
+	eg_loop_break(t->loop);
+}
+
+static void
+tfd_stopped(void *arg)
+{
+	((struct tfd *)arg)->fired_stopped++;
+}
+
+/* The pipe speaks once the loop waits with its timerfd set for the late
+ * timer: a sooner timer is armed, and one armed earlier is stopped. */
+static void
+tfd_pipe(void *arg, uint32_t events)
+{
+	struct tfd *t = arg;
+	char c;
+
+	(void)events;
+	(void)read(t->p.fd, &c, 1);
+	eg_io_del(t->loop, &t->p);
+	eg_timer_stop(t->loop, &t->stopped);
+	eg_timer_arm(t->loop, &t->soon, 50);
+}
+
+static void
+timers_timerfd(void)
+{
+	struct tfd t;
+	struct eg_err err;
+	uint64_t t0, el;
+	int p[2];
+
+	memset(&t, 0, sizeof(t));
+	if ((t.loop = eg_loop_new(&err)) == NULL || pipe(p) == -1) {
+		ok(0, "loop and pipe for the timerfd test");
+		return;
+	}
+	eg_io_init(&t.p, p[0], tfd_pipe, &t);
+	eg_io_set(t.loop, &t.p, EPOLLIN);
+	eg_timer_init(&t.late, nop, NULL);
+	eg_timer_init(&t.soon, tfd_soon, &t);
+	eg_timer_init(&t.stopped, tfd_stopped, &t);
+	eg_timer_arm(t.loop, &t.late, 5000);
+	eg_timer_arm(t.loop, &t.stopped, 2000);
+	(void)write(p[1], "x", 1);
+	t0 = eg_clock_ms();
+	ok(eg_loop_run(t.loop) == 0, "the loop ran");
+	el = eg_clock_ms() - t0;
+	ok(t.fired_soon == 1 && el >= 50 && el < 1500,
+	    "a timer armed sooner than the timerfd's fires on time (%llu ms, "
+	    "not at the 5 s timer)", (unsigned long long)el);
+	is_int(t.fired_stopped, 0, "a stopped timer does not fire");
+	eg_timer_stop(t.loop, &t.late);
+	close(p[0]);
+	close(p[1]);
+	eg_loop_free(t.loop);
 }
 
 static void
@@ -353,6 +428,7 @@ main(void)
 	eg_loop_free(t.loop);
 
 	timers_oom();
+	timers_timerfd();
 	forget_shared();
 	quiet();
 	return done_testing();
