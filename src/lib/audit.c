@@ -1009,12 +1009,17 @@ audit_result(struct eg_audit *a, int rc, int *change)
 	return rc;
 }
 
-/* What waits in b, in one write(2); a failure counts each line. */
-static int
-batch_write(struct eg_audit_batch *b)
+/*
+ * What waits in b, in one write(2); a failure counts each of its lines.
+ * Its log's failing state follows the write (*change: audit_result()).
+ */
+int
+eg_audit_batch_flush(struct eg_audit_batch *b, int *change)
 {
 	int rc;
 
+	if (change != NULL)
+		*change = 0;
 	if (b->len == 0)
 		return 0;
 	rc = eg_audit_write_all(b->fd, b->buf, b->len);
@@ -1023,48 +1028,46 @@ batch_write(struct eg_audit_batch *b)
 		    __ATOMIC_RELAXED);
 	b->len = 0;
 	b->lines = 0;
-	return rc;
-}
-
-int
-eg_audit_batch_flush(struct eg_audit_batch *b, int *change)
-{
-	if (change != NULL)
-		*change = 0;
-	if (b->len == 0)
-		return 0;
-	return audit_result(b->a, batch_write(b), change);
+	return audit_result(b->a, rc, change);
 }
 
 /*
  * An unchained file's line, through b (audit.h): added to what waits,
  * and written with it unless it may wait too.  What waits for another
- * log or descriptor, or has no room for the line, is written first.
+ * log or descriptor, or has no room for the line, is written first.  A
+ * line that waits leaves the log's failing state as it is: nothing was
+ * written.
  */
 static int
 file_put(struct eg_audit *a, struct eg_audit_batch *b, int wait, int fd,
-    const char *line, size_t n)
+    const char *line, size_t n, int *change)
 {
-	int rc = 0;
+	int rc, first = 0, c;
 
 	if (b == NULL || a->private || n > sizeof(b->buf)) {
 		rc = eg_audit_write_all(fd, line, n);
 		if (rc == -1)
 			__atomic_add_fetch(&a->write_errors, 1,
 			    __ATOMIC_RELAXED);
-		return rc;
+		return audit_result(a, rc, change);
 	}
 	if (b->len > 0 && (b->a != a || b->fd != fd ||
 	    b->len + n > sizeof(b->buf)))
-		rc = batch_write(b);
+		(void)eg_audit_batch_flush(b, b->a == a ? &first : NULL);
 	memcpy(b->buf + b->len, line, n);
 	b->len += n;
 	b->lines++;
 	b->a = a;
 	b->fd = fd;
-	if (wait)
-		return rc;
-	return batch_write(b) == -1 ? -1 : rc;
+	if (wait) {
+		if (change != NULL)
+			*change = first;
+		return 0;
+	}
+	rc = eg_audit_batch_flush(b, &c);
+	if (change != NULL)
+		*change = c != 0 ? c : first;
+	return rc;
 }
 
 int
@@ -1103,9 +1106,9 @@ eg_audit_emit_ring(struct eg_audit *a, const struct egress_event *ev,
 			if (rc == -1)
 				__atomic_add_fetch(&a->write_errors, 1,
 				    __ATOMIC_RELAXED);
+			audit_result(a, rc, change);
 		} else
-			rc = file_put(a, b, wait, fd, out, n);
-		audit_result(a, rc, change);
+			rc = file_put(a, b, wait, fd, out, n, change);
 	}
 	/* an ALLOW that is not in the log is not a decision: the caller
 	 * refuses instead, and that refusal is what the ring records */

@@ -381,6 +381,14 @@ test_batch(void)
 	    "fails");
 	eg_audit_health(a, &nerr, &good);
 	ok(nerr == 3 && good, "three failed lines counted, the log failing");
+	ev.type = EGRESS_EV_CLOSE;
+	ok(eg_audit_emit_ring(a, &ev, NULL, &b, 1, &change) == 0 &&
+	    change == 0, "a CLOSE that waits: no change reported");
+	eg_audit_health(a, &nerr, &good);
+	ok(good && nerr == 3, "... and the log is still failing (nothing "
+	    "was written)");
+	ok(eg_audit_batch_flush(&b, &change) == -1 && change == 0,
+	    "its flush fails too: still failing, no change");
 	eg_audit_close(a);
 }
 
