@@ -100,7 +100,9 @@ struct eg_audit_batch {
 };
 
 /* The same, recording the event in ring (NULL: the log's own ring, the
- * default session's) instead, through batch b (NULL: written at once). */
+ * default session's) instead, through batch b (NULL: written at once);
+ * wait: the line may wait in b (event.c decides which).  A line that
+ * waits returns 0 and leaves the log's failing state as it is. */
 int		 eg_audit_emit_ring(struct eg_audit *,
 		    const struct egress_event *, struct eg_ring *ring,
 		    struct eg_audit_batch *b, int wait, int *change);
