@@ -213,51 +213,59 @@ print("%.0f" % d[len(d) // 2] if d else "-")
 EOF
 }
 
+# of WHO: the contender's process (pid) and port (p)
+of()
+{
+	case $1 in
+	egressd)	pid=$EGPID; p=$PE ;;
+	before)		pid=$EBPID; p=$PB ;;
+	nginx)		pid=$NGPID; p=$PN ;;
+	nginx+log)	pid=$NLPID; p=$PL ;;
+	esac
+}
+
 # a warm-up, not counted: every proxy opens and keeps its 32 upstream TLS
 # connections (the first round measured their handshakes, the others not)
 for who in $WHO; do
-	case $who in
-	egressd) p=$PE ;; before) p=$PB ;; nginx) p=$PN ;; nginx+log) p=$PL ;;
-	esac
+	of "$who"
 	"$T/httpload" 127.0.0.2 "$p" 32 2000 "$REQ" >/dev/null
 done
 declare -A R
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-# the order turns by one each round, so that no proxy always runs first
-# or right after the same other one (this VM's idle loop, cpuidle haltpoll,
-# makes a run faster or slower with what ran just before it)
+
+# rounds FN: FN WHO ROUND for every contender, ROUNDS times.  The order
+# turns by one each round, so that no proxy always runs first or right
+# after the same other one (this VM's idle loop, cpuidle haltpoll, makes
+# a run faster or slower with what ran just before it).
 read -r -a ORDER <<<"$WHO"
-for r in $(seq 1 "$ROUNDS"); do
-	k=$(( (r - 1) % ${#ORDER[@]} ))
-	for who in "${ORDER[@]:k}" "${ORDER[@]:0:k}"; do
-		case $who in
-		egressd)	pid=$EGPID; p=$PE ;;
-		before)		pid=$EBPID; p=$PB ;;
-		nginx)		pid=$NGPID; p=$PN ;;
-		nginx+log)	pid=$NLPID; p=$PL ;;
-		esac
-		R[$who,1,$r]=$(load $who "$pid" "$p" 1)
-		R[$who,32,$r]=$(load $who "$pid" "$p" 32)
+rounds()
+{
+	local r k who
+	for r in $(seq 1 "$ROUNDS"); do
+		k=$(( (r - 1) % ${#ORDER[@]} ))
+		for who in "${ORDER[@]:k}" "${ORDER[@]:0:k}"; do
+			of "$who"
+			"$1" "$who" "$r"
+		done
 	done
-done
+}
+load_runs()	# WHO ROUND
+{
+	R[$1,1,$2]=$(load "$1" "$pid" "$p" 1)
+	R[$1,32,$2]=$(load "$1" "$pid" "$p" 32)
+}
+sse_run()	# WHO ROUND
+{
+	pin1 "$pid" "$MAPID"
+	R[$1,sse,$2]=$(first_event "$p" /tick/v1/tick)
+	unpin "$pid" "$MAPID"
+}
+rounds load_runs
 # The SSE runs come after every load run, in rounds of their own.  Each
 # right after its proxy's load runs, the row ranged over 0.06-0.28 ms for
 # one proxy from run to run, and in some runs every proxy was at 0.22 or
 # more; in rounds of their own, 0.07-0.16 ms.
-for r in $(seq 1 "$ROUNDS"); do
-	k=$(( (r - 1) % ${#ORDER[@]} ))
-	for who in "${ORDER[@]:k}" "${ORDER[@]:0:k}"; do
-		case $who in
-		egressd)	pid=$EGPID; p=$PE ;;
-		before)		pid=$EBPID; p=$PB ;;
-		nginx)		pid=$NGPID; p=$PN ;;
-		nginx+log)	pid=$NLPID; p=$PL ;;
-		esac
-		pin1 "$pid" "$MAPID"
-		R[$who,sse,$r]=$(first_event "$p" /tick/v1/tick)
-		unpin "$pid" "$MAPID"
-	done
-done
+rounds sse_run
 med()	# values on stdin: the median
 {
 	sort -g | awk '{v[NR]=$1} END {print NR ? v[int((NR + 1) / 2)] : "-"}'
@@ -302,10 +310,7 @@ row "upstream TLS handshakes, 1 connection run" 1 5 %s
 row "upstream TLS handshakes, 32 connection run" 32 5 %s
 line="| RSS after the runs (KiB) |"
 for w in $WHO; do
-	case $w in
-	egressd) pid=$EGPID ;; before) pid=$EBPID ;;
-	nginx) pid=$NGPID ;; nginx+log) pid=$NLPID ;;
-	esac
+	of "$w"
 	line="$line $(rss "$pid") |"
 done
 echo "$line"
@@ -314,10 +319,7 @@ echo "$line"
 echo
 line="TLS connections to the upstream after the runs:"
 for w in $WHO; do
-	case $w in
-	egressd) pid=$EGPID ;; before) pid=$EBPID ;;
-	nginx) pid=$NGPID ;; nginx+log) pid=$NLPID ;;
-	esac
+	of "$w"
 	line="$line $w $(ss -Htnp state established "( dport = :$PU )" 2>/dev/null | grep -c "pid=$pid,")"
 done
 echo "$line"
